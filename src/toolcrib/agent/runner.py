@@ -1,0 +1,345 @@
+"""The Runner: single-call mode (level 4) and a bounded loop mode (ReAct)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolcrib.agent import prompts
+from toolcrib.agent.answer import Answer, Citation
+from toolcrib.agent.runs import PausedRun, RunStore
+from toolcrib.models.base import Completion, Message, Model, ToolCall
+from toolcrib.policy.principal import Principal
+from toolcrib.tools.gate import CallContext, Gate
+from toolcrib.tools.grounding import Grounding
+from toolcrib.tools.registry import tool_specs
+from toolcrib.tools.result import CallOutcome
+from toolcrib.trace.tracer import Tracer
+
+Mode = Literal["single", "loop"]
+_CITE = re.compile(r"\[([A-Za-z0-9_.:/#-]+#[A-Za-z0-9_.:-]+)\]")
+
+
+@dataclass
+class Limits:
+    rounds: int = 5
+    tool_calls: int = 8
+    wall_s: float = 180.0
+    tokens: int = 32000
+
+
+@dataclass
+class RunnerSettings:
+    mode: Mode = "single"
+    limits: Limits = field(default_factory=Limits)
+    require_evidence: bool = True
+    name: str = "this workspace"
+    system_prompt: str = ""
+    max_tokens: int = 400
+
+
+@dataclass
+class _Evidence:
+    """What this run actually retrieved, by citation id."""
+
+    items: dict[str, Citation] = field(default_factory=dict)
+    searched: list[str] = field(default_factory=list)
+    insufficient: bool = False
+    conflicts: list[Any] = field(default_factory=list)
+    _counter: int = 0
+
+    def add(self, outcome: CallOutcome) -> None:
+        data = outcome.payload.get("data")
+        if isinstance(data, dict) and isinstance(data.get("passages"), list):
+            if data.get("searched"):
+                self.searched.append(str(data["searched"]))
+            self.conflicts.extend(data.get("conflicts") or [])
+            if data.get("sufficient") is False:
+                self.insufficient = True
+                return
+            for p in data["passages"]:
+                if isinstance(p, dict) and p.get("citation"):
+                    cid = str(p["citation"])
+                    self.items[cid] = Citation(cid, "passage", str(p.get("title") or cid), str(p.get("text", ""))[:200])
+            return
+        self._counter += 1
+        cid = f"{outcome.call.name}#{self._counter}"
+        self.items[cid] = Citation(cid, "tool", outcome.call.name, json.dumps(data, ensure_ascii=False)[:200])
+
+
+@dataclass
+class _Run:
+    """Mutable state of one run."""
+
+    question: str
+    principal: Principal
+    tracer: Tracer
+    cctx: CallContext
+    messages: list[Message]
+    run_id: str
+    started: float = field(default_factory=time.perf_counter)
+    evidence: _Evidence = field(default_factory=_Evidence)
+    outcomes: list[CallOutcome] = field(default_factory=list)
+    rounds: int = 0
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_decisions: int = 0
+    reminded: bool = False
+
+
+class Runner:
+    """Asks the model, passes its proposals through the Gate, and returns a grounded Answer."""
+
+    def __init__(
+        self,
+        model: Model,
+        gate: Gate,
+        settings: RunnerSettings | None = None,
+        *,
+        resources: Mapping[str, Any] | None = None,
+        tracer_factory: Callable[[], Tracer] | None = None,
+        runs: RunStore | None = None,
+    ) -> None:
+        self.model = model
+        self.gate = gate
+        self.settings = settings or RunnerSettings()
+        self.resources = dict(resources or {})
+        self.tracer_factory = tracer_factory or Tracer
+        self.runs = runs
+
+    # -- public -----------------------------------------------------------------------------------
+
+    def ask(self, question: str, principal: Principal, *, mode: Mode | None = None) -> Answer:
+        return asyncio.run(self.aask(question, principal, mode=mode))
+
+    def resume(self, run_id: str, principal: Principal) -> Answer:
+        return asyncio.run(self.aresume(run_id, principal))
+
+    async def aask(self, question: str, principal: Principal, *, mode: Mode | None = None) -> Answer:
+        mode = mode or self.settings.mode
+        run = self._start(question, principal, mode)
+        if mode == "single":
+            return await self._single(run)
+        return await self._loop(run)
+
+    async def aresume(self, run_id: str, principal: Principal) -> Answer:
+        """Continue a run paused for approval: run the approved call(s) exactly as proposed."""
+        if self.runs is None:
+            raise ValueError("this runner has no run store, so it cannot resume runs")
+        paused = self.runs.load(run_id)
+        if paused.user_id != principal.user_id:
+            from toolcrib.errors import NotPermitted
+
+            raise NotPermitted(f"run {run_id} belongs to another user")
+        tracer = self.tracer_factory()
+        run = _Run(paused.question, principal, tracer,
+                   CallContext(principal, tracer, Grounding(paused.question, *paused.grounding), self.resources, run_id),
+                   paused.messages, run_id)
+        tracer.record(kind="human", decided_by="human", title="Resume paused run", detail={"run_id": run_id})
+        outcomes = [await self.gate.run(call, run.cctx, proposal_id=pid) for call, pid in paused.pending]
+        self._observe(run, outcomes)
+        pending = [o for o in outcomes if o.status == "approval_required"]
+        if paused.mode == "single" or pending:
+            return self._finish_with_final_ask(run, outcomes) if not pending else self._pause(run, pending, "single")
+        return await self._loop(run)
+
+    # -- modes ------------------------------------------------------------------------------------
+
+    def _start(self, question: str, principal: Principal, mode: Mode) -> _Run:
+        tracer = self.tracer_factory()
+        run_id = uuid.uuid4().hex[:12]
+        cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id)
+        extra = "\n".join(p for p in (self.settings.system_prompt, prompts.SINGLE_CALL if mode == "single" else "") if p)
+        system = prompts.SYSTEM.format(name=self.settings.name, example_id="lookup_part#1", extra=extra)
+        tracer.record(kind="code", decided_by="code", title=f"Start run ({mode} mode)",
+                      detail={"question": question, "user": principal.user_id, "run_id": run_id})
+        return _Run(question, principal, tracer, cctx,
+                    [Message("system", system), Message("user", question)], run_id)
+
+    def _offered(self, run: _Run) -> list[Any]:
+        tools = self.gate.registry.offered(run.principal, self.gate.policy)
+        run.tracer.record(kind="code", decided_by="code", title="Offer tools", detail=[t.name for t in tools])
+        return tools
+
+    async def _single(self, run: _Run) -> Answer:
+        specs = tool_specs(self._offered(run))
+        first = self._complete(run, specs, decided_by="model", title="Model decides")
+        if not first.tool_calls:
+            if self._grounded(run) or not self.settings.require_evidence:
+                return self._answer(run, first.text)
+            run.tracer.record(kind="policy", decided_by="code", title="Evidence rule fired",
+                              detail="a direct answer with no tool result or passage behind it is not accepted")
+            run.messages += [Message("assistant", first.text), Message("user", prompts.EVIDENCE_REMINDER)]
+            first = self._complete(run, specs, decided_by="code", title="Re-ask with evidence reminder",
+                                   tool_choice="required")
+            if not first.tool_calls:
+                return self._abstain(run, first.text)
+        call, dropped = first.tool_calls[0], first.tool_calls[1:]
+        for extra in dropped:  # level 4 runs one call; the rest are recorded, never silently lost
+            run.tracer.record(kind="code", decided_by="code", title=f"Dropped extra call: {extra.name}",
+                              detail={"arguments": extra.arguments, "reason": "single-call mode runs only the first"})
+        run.messages.append(Message("assistant", first.text, tool_calls=(call,)))
+        outcomes = [await self.gate.run(call, run.cctx)]
+        self._observe(run, outcomes)
+        for extra in dropped:
+            run.outcomes.append(CallOutcome(extra, "dropped", {"ok": False, "error": {
+                "code": "dropped", "message": "single-call mode runs only the first proposed call"}}))
+        pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
+        if pending:
+            return self._pause(run, pending, "single")
+        return self._finish_with_final_ask(run, outcomes)
+
+    async def _loop(self, run: _Run) -> Answer:
+        limits = self.settings.limits
+        while True:
+            stop = self._limit_reached(run)
+            if stop:
+                run.tracer.record(kind="code", decided_by="code", title="Limit reached", detail=stop)
+                return self._finish(run, f"I stopped before finishing: {stop}. Here is what I found so far.",
+                                    outcome="limit")
+            specs = tool_specs(self._offered(run))
+            run.rounds += 1
+            reply = self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})")
+            if not reply.tool_calls:
+                if self._grounded(run) or not self.settings.require_evidence:
+                    return self._answer(run, reply.text)
+                if run.reminded:
+                    return self._abstain(run, reply.text)
+                run.reminded = True
+                run.tracer.record(kind="policy", decided_by="code", title="Evidence rule fired",
+                                  detail="answer rested on no tool result or passage; asking once more")
+                run.messages += [Message("assistant", reply.text), Message("user", prompts.EVIDENCE_REMINDER)]
+                continue
+            budget = max(0, limits.tool_calls - run.calls)
+            calls, over = list(reply.tool_calls[:budget]), reply.tool_calls[budget:]
+            for extra in over:
+                run.tracer.record(kind="code", decided_by="code", title=f"Dropped call over budget: {extra.name}",
+                                  detail={"arguments": extra.arguments})
+            run.messages.append(Message("assistant", reply.text, tool_calls=tuple(calls)))
+            outcomes = await self.gate.run_many(calls, run.cctx)
+            self._observe(run, outcomes)
+            pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
+            if pending:
+                return self._pause(run, pending, "loop")
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def _complete(self, run: _Run, specs: list[Any] | None, *, decided_by: Literal["model", "code"], title: str,
+                  tool_choice: Literal["auto", "none", "required"] = "auto") -> Completion:
+        reply = self.model.complete(run.messages, specs or None, tool_choice=tool_choice,
+                                    max_tokens=self.settings.max_tokens)
+        run.tokens_in += reply.tokens_in
+        run.tokens_out += reply.tokens_out
+        if decided_by == "model":
+            run.model_decisions += 1
+        detail: Any = [c.to_dict() for c in reply.tool_calls] if reply.tool_calls else reply.text[:300]
+        what = ", ".join(c.name for c in reply.tool_calls) if reply.tool_calls else "answers directly"
+        run.tracer.record(kind="model", decided_by=decided_by, title=f"{title}: {what}", detail=detail,
+                          tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, ms=reply.ms)
+        return reply
+
+    def _observe(self, run: _Run, outcomes: list[CallOutcome]) -> None:
+        for outcome in outcomes:
+            run.calls += 1
+            run.outcomes.append(outcome)
+            if outcome.ok:
+                run.evidence.add(outcome)
+            run.messages.append(Message("tool", outcome.for_model(), tool_call_id=outcome.call.id,
+                                        name=outcome.call.name))
+
+    def _grounded(self, run: _Run) -> bool:
+        return bool(run.evidence.items)
+
+    def _limit_reached(self, run: _Run) -> str:
+        limits = self.settings.limits
+        if run.rounds >= limits.rounds:
+            return f"the run reached its limit of {limits.rounds} model rounds (limits.rounds)"
+        if run.calls >= limits.tool_calls:
+            return f"the run reached its limit of {limits.tool_calls} tool calls (limits.tool_calls)"
+        if time.perf_counter() - run.started > limits.wall_s:
+            return f"the run exceeded its wall-time limit of {limits.wall_s:g}s (limits.wall_s)"
+        if run.tokens_in + run.tokens_out > limits.tokens:
+            return f"the run used more than {limits.tokens} tokens (limits.tokens)"
+        return ""
+
+    def _finish_with_final_ask(self, run: _Run, outcomes: list[CallOutcome]) -> Answer:
+        if self.settings.require_evidence and not self._grounded(run):
+            return self._abstain(run, "")
+        ids = ", ".join(run.evidence.items) or "none"
+        run.messages.append(Message("user", prompts.FINAL.format(question=run.question, ids=ids)))
+        final = self._complete(run, None, decided_by="code", title="Ask for a final answer")
+        return self._answer(run, final.text)
+
+    def _answer(self, run: _Run, text: str) -> Answer:
+        if run.evidence.insufficient and not run.evidence.items:
+            return self._abstain(run, text)
+        return self._finish(run, text, outcome="answered")
+
+    def _abstain(self, run: _Run, text: str) -> Answer:
+        if text.strip().endswith("?") and not run.evidence.insufficient:
+            run.tracer.record(kind="code", decided_by="code", title="Clarifying question", detail=text[:300])
+            return self._finish(run, text.strip(), outcome="clarify", abstained=True)
+        searched = f"I searched for: {'; '.join(run.evidence.searched)}. " if run.evidence.searched else ""
+        run.tracer.record(kind="code", decided_by="code", title="Abstain: not enough evidence",
+                          detail={"searched": run.evidence.searched, "model_text": text[:300]})
+        return self._finish(run, prompts.NO_EVIDENCE_ANSWER.format(searched=searched), outcome="abstained",
+                            abstained=True)
+
+    def _pause(self, run: _Run, pending: list[CallOutcome], mode: Mode) -> Answer:
+        lines = [f"Held for approval: {o.call.name}({json.dumps(o.call.arguments, sort_keys=True)}) as proposal "
+                 f"{o.proposal_id}. An approver can review it with `toolcrib approve {o.proposal_id}`; then resume "
+                 f"this run with `toolcrib ask --resume {run.run_id}`." for o in pending]
+        if self.runs is not None:
+            self.runs.save(PausedRun(run.run_id, run.principal.user_id, run.question, mode, run.messages,
+                                     [(o.call, o.proposal_id or "") for o in pending],
+                                     [str(o.payload.get("data", "")) for o in run.outcomes if o.ok]))
+        run.tracer.record(kind="code", decided_by="code", title="Run paused for approval",
+                          detail=[o.proposal_id for o in pending])
+        return self._finish(run, "\n".join(lines), outcome="paused")
+
+    def _finish(self, run: _Run, text: str, *, outcome: Any, abstained: bool = False) -> Answer:
+        citations, flags, text = self._check_citations(run, text, abstained)
+        answer = Answer(
+            text=text, citations=citations, abstained=abstained, outcome=outcome,
+            executed=[o.summary() for o in run.outcomes if o.status in ("ok", "outcome_unknown", "error")],
+            refused=[o.summary() for o in run.outcomes if o.status in ("refused", "dropped")],
+            pending=[o.summary() for o in run.outcomes if o.status == "approval_required"],
+            flags=flags, trace_id=run.tracer.trace_id, run_id=run.run_id,
+            model_decided_steps=run.model_decisions, tokens_in=run.tokens_in, tokens_out=run.tokens_out,
+            ms=round((time.perf_counter() - run.started) * 1000, 1))
+        run.tracer.record(kind="code", decided_by="code", title=f"Final answer ({outcome})",
+                          detail={"text": text[:500], "citations": [c.id for c in citations], "flags": flags})
+        run.tracer.close()
+        return answer
+
+    def _check_citations(self, run: _Run, text: str, abstained: bool) -> tuple[list[Citation], list[str], str]:
+        """Keep citations to evidence this run retrieved; drop and flag any other; attach tool evidence."""
+        if abstained:
+            return [], [], text
+        known = run.evidence.items
+        flags: list[str] = []
+        cited: dict[str, Citation] = {}
+        for cid in _CITE.findall(text):
+            if cid in known:
+                cited[cid] = known[cid]
+            else:
+                flags.append(f"removed citation [{cid}]: not retrieved in this run")
+                text = text.replace(f"[{cid}]", "")
+        if flags:
+            run.tracer.record(kind="policy", decided_by="code", title="Invalid citations removed", detail=flags)
+        for cid, item in known.items():  # tool results the answer rests on are cited by code
+            if item.kind == "tool":
+                cited.setdefault(cid, item)
+        if known and not any(c.kind == "passage" for c in cited.values()) and any(
+                c.kind == "passage" for c in known.values()):
+            flags.append("the answer cites no retrieved passage")
+        for conflict in run.evidence.conflicts:
+            flags.append(f"conflicting sources: {json.dumps(conflict, ensure_ascii=False)[:300]}")
+        return list(cited.values()), flags, " ".join(text.split()) if "\n" not in text else text.strip()

@@ -1,0 +1,37 @@
+"""Progress for the slow first steps: assembling and loading the embedded model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from toolcrib.models.base import Model
+
+
+def prepare_model(ws: Any, spec: str | None, *, quiet: bool = False) -> Model:
+    """Build the workspace's model; for the local model, assemble and load it now, with progress."""
+    model: Model = ws.model(spec)
+    load = getattr(model, "load", None)
+    if load is None:
+        return model
+    bars: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if quiet:
+            return
+        bar = bars.get(stage)
+        if bar is None:
+            for other in bars.values():
+                other.render_finish()
+            bar = bars[stage] = click.progressbar(length=max(total, 1), label=f"{stage} (first use only)",
+                                                  file=click.get_text_stream("stderr"))
+        bar.update(done - bar.pos)
+
+    model.progress = progress  # type: ignore[attr-defined]
+    if not quiet:
+        click.echo("Loading the local model…", err=True)
+    load()
+    for bar in bars.values():
+        bar.render_finish()
+    return model

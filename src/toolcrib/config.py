@@ -1,0 +1,119 @@
+"""Typed workspace settings, read from ``toolcrib.toml``. A broken value names file, key and expectation."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolcrib.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorkspaceSection(_Section):
+    name: str = "toolcrib workspace"
+    require_evidence: bool = True
+    system_prompt: str = ""
+    default_user: str | None = None
+    mode: Literal["single", "loop"] = "single"
+
+
+class ModelSection(_Section):
+    spec: str = "local"
+    settings: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: int = Field(400, gt=0)
+
+
+class ToolsSection(_Section):
+    modules: list[str] = Field(default_factory=list)
+    builtin: list[Literal["vector_search", "sql_query"]] = Field(default_factory=list)
+    max_result_chars: int = Field(4000, gt=100)
+
+
+class DataSection(_Section):
+    database: str | None = None
+    documents: str | None = None
+
+
+class SQLSection(_Section):
+    allowed_tables: list[str] = Field(default_factory=list)
+    row_cap: int = Field(200, gt=0)
+    timeout_s: float = Field(2.0, gt=0)
+    dsn: str | None = None
+
+
+class RetrievalSection(_Section):
+    chunker: Literal["structure", "fixed", "parent_child"] = "structure"
+    top_k: int = Field(5, gt=0, le=50)
+    min_score: float = 0.0
+    default_access: list[str] = Field(default_factory=lambda: ["*"])
+    index: Literal["lance", "pgvector"] = "lance"
+    dsn: str | None = None
+
+
+class LimitsSection(_Section):
+    rounds: int = Field(5, gt=0)
+    tool_calls: int = Field(8, gt=0)
+    wall_s: float = Field(180.0, gt=0)
+    tokens: int = Field(32000, gt=0)
+
+
+class PathsSection(_Section):
+    state: str = ".toolcrib"
+
+
+class PolicySection(_Section):
+    rules: list[str] = Field(default_factory=list)
+    separation_of_duties: bool = True
+    approval_ttl_s: float = Field(900.0, gt=0)
+    version: str = "1"
+
+
+class GroupSection(_Section):
+    tools: list[str] = Field(default_factory=list)
+    approve: list[str] = Field(default_factory=list)
+
+
+class UserSection(_Section):
+    name: str = ""
+    role: str = ""
+    tenant: str = "default"
+    groups: list[str] = Field(default_factory=list)
+
+
+class WorkspaceConfig(_Section):
+    workspace: WorkspaceSection = Field(default_factory=WorkspaceSection)
+    model: ModelSection = Field(default_factory=ModelSection)
+    tools: ToolsSection = Field(default_factory=ToolsSection)
+    data: DataSection = Field(default_factory=DataSection)
+    sql: SQLSection = Field(default_factory=SQLSection)
+    retrieval: RetrievalSection = Field(default_factory=RetrievalSection)
+    limits: LimitsSection = Field(default_factory=LimitsSection)
+    paths: PathsSection = Field(default_factory=PathsSection)
+    policy: PolicySection = Field(default_factory=PolicySection)
+    groups: dict[str, GroupSection] = Field(default_factory=dict)
+    users: dict[str, UserSection] = Field(default_factory=dict)
+    envelopes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+def load_config(path: Path) -> WorkspaceConfig:
+    """Parse and validate ``toolcrib.toml``; errors name the file, the key and what is expected."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("no toolcrib.toml here; create one with `toolcrib init PATH`", file=str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    try:
+        return WorkspaceConfig.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        expected = "an unknown key (check the spelling)" if err["type"] == "extra_forbidden" else err["msg"]
+        got = "" if err["type"] in ("extra_forbidden", "missing") else f"; got {err.get('input')!r}"
+        raise ConfigError(f"{expected}{got}", file=str(path), key=key) from None

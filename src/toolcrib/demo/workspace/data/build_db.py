@@ -1,0 +1,63 @@
+"""Build the demo workspace's SQLite database from ``seed.sql`` (standard library only)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+SEED = Path(__file__).with_name("seed.sql")
+
+
+def seed_digest(seed: Path = SEED) -> str:
+    """sha256 of the seed script; stored in the database to tell whether it is current."""
+    return hashlib.sha256(seed.read_bytes()).hexdigest()
+
+
+def _current_digest(target: Path) -> str | None:
+    try:
+        with sqlite3.connect(f"file:{target}?mode=ro", uri=True) as conn:
+            row = conn.execute("SELECT value FROM build_info WHERE key = 'seed_sha256'").fetchone()
+    except sqlite3.Error:
+        return None
+    return str(row[0]) if row else None
+
+
+def build_database(target: Path, *, seed: Path = SEED, reset: bool = False) -> Path:
+    """Create ``target`` from the seed script and return it.
+
+    Idempotent: a database already built from the same seed is left as it is (so reservations and
+    holds made in it survive); a missing, foreign or outdated one is rebuilt. ``reset=True``
+    always rebuilds. The file is written beside the target and moved into place atomically.
+    """
+    target = Path(target)
+    digest = seed_digest(seed)
+    if not reset and target.exists() and _current_digest(target) == digest:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.executescript(seed.read_text(encoding="utf-8"))
+            conn.execute("CREATE TABLE build_info (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            conn.execute("INSERT INTO build_info VALUES ('seed_sha256', ?)", (digest,))
+            conn.commit()
+        finally:
+            conn.close()
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+if __name__ == "__main__":
+    import sys
+
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("demo.sqlite")
+    print(build_database(out, reset="--reset" in sys.argv))

@@ -1,0 +1,107 @@
+"""toolcrib's errors: one base, two families.
+
+::
+
+    ToolcribError
+    ├── ModelFacingError          the model caused it and may fix it: becomes a controlled,
+    │   │                         stable-shaped tool result {"ok": false, "error": {code, message}}
+    │   ├── UnknownTool           not in the registry, or not offered to this principal
+    │   ├── InvalidArguments      JSON that does not parse, or fails the strict schema / domain checks
+    │   ├── UngroundedArgument    an identifier that appears nowhere in the conversation
+    │   ├── NotPermitted          the policy denied this principal this call
+    │   ├── ApprovalRequired      a WRITE/ACTUATE call is held until a person approves it
+    │   ├── ToolFailed            the tool raised; the message carries no internals
+    │   ├── ToolTimeout           the tool ran past its time bound (for writes: outcome unknown)
+    │   └── CallDropped           a call the run's mode does not allow (e.g. a second call in single mode)
+    └── OperatorError             the developer or operator caused it: raised, with what to do
+        ├── ConfigError           a broken workspace or setting: names the file, key and expectation
+        ├── MissingDependency     an optional backend whose extra is not installed
+        ├── ModelUnavailable      a model backend that cannot be reached or loaded
+        └── LimitExceeded         a run limit (rounds, calls, tokens, wall time) was reached
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ToolcribError(Exception):
+    """Base of every error toolcrib raises on purpose."""
+
+
+class ModelFacingError(ToolcribError):
+    """An error the model caused; it is shown to the model as a controlled tool result."""
+
+    code: str = "tool_error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def to_result(self) -> dict[str, Any]:
+        """The one stable error shape the model and the user see."""
+        return {"ok": False, "error": {"code": self.code, "message": self.message}}
+
+
+class UnknownTool(ModelFacingError):
+    code = "unknown_tool"
+
+
+class InvalidArguments(ModelFacingError):
+    code = "invalid_arguments"
+
+
+class UngroundedArgument(ModelFacingError):
+    code = "ungrounded_argument"
+
+
+class NotPermitted(ModelFacingError):
+    code = "not_permitted"
+
+
+class ApprovalRequired(ModelFacingError):
+    code = "approval_required"
+
+
+class ToolFailed(ModelFacingError):
+    code = "tool_failed"
+
+
+class ToolTimeout(ModelFacingError):
+    code = "timeout"
+
+
+class CallDropped(ModelFacingError):
+    code = "dropped"
+
+
+class OperatorError(ToolcribError):
+    """An error the developer or operator must fix; the message says what to do."""
+
+
+class ConfigError(OperatorError):
+    """A broken configuration value, reported with where it is and what is expected."""
+
+    def __init__(self, message: str, *, file: str | None = None, key: str | None = None) -> None:
+        where = ", ".join(part for part in (file, f"key '{key}'" if key else None) if part)
+        super().__init__(f"{where}: {message}" if where else message)
+        self.file = file
+        self.key = key
+
+
+class MissingDependency(OperatorError):
+    """An optional backend is not installed; the message names the extra."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(f"{what} needs an optional dependency: pip install 'toolcrib[{extra}]'")
+        self.extra = extra
+
+
+class ModelUnavailable(OperatorError):
+    """A model backend could not be reached, authenticated or loaded."""
+
+
+class LimitExceeded(OperatorError):
+    """A run limit was reached."""

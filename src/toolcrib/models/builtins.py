@@ -1,0 +1,39 @@
+"""Registers the built-in model backends. Each factory imports its module lazily."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolcrib.models.base import Model
+from toolcrib.models.registry import register_model
+
+
+def _local(rest: str, settings: Mapping[str, Any]) -> Model:
+    from toolcrib.models.local import LocalModel
+
+    return LocalModel.from_spec(rest, settings)
+
+
+def _openai(rest: str, settings: Mapping[str, Any]) -> Model:
+    from toolcrib.models.openai import OpenAIChatModel
+
+    return OpenAIChatModel.from_spec(rest, settings)
+
+
+def _scripted(rest: str, settings: Mapping[str, Any]) -> Model:
+    from toolcrib.models.scripted import ScriptedModel
+
+    return ScriptedModel.from_file(rest)
+
+
+def _dry(rest: str, settings: Mapping[str, Any]) -> Model:
+    from toolcrib.models.dry import DryModel
+
+    return DryModel.from_spec(rest, settings)
+
+
+register_model("local", _local)
+register_model("openai", _openai)
+register_model("scripted", _scripted)
+register_model("dry", _dry)

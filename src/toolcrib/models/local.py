@@ -1,0 +1,441 @@
+"""The embedded default model: Qwen2.5-Coder-1.5B-Instruct (GGUF) on llama.cpp, schema-constrained.
+
+A small model is unreliable at free-form tool-call syntax, so every decision is generated under a
+JSON-Schema grammar: ``oneOf`` one branch per offered tool (``{"tool": <const name>, "arguments":
+<its parameters>}``) plus ``{"answer": <string>}``. The output is therefore always one parseable
+choice among the tools offered; the gate still validates the arguments against the real schema.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolcrib.errors import ConfigError, LimitExceeded, ModelUnavailable
+from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolChoice, ToolSpec
+from toolcrib.models.weights import MODEL_FILENAME, ProgressCallback, ensure_model_file
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+DEFAULT_NAME = "local:" + MODEL_FILENAME.removesuffix(".gguf")
+DEFAULT_N_CTX = 4096
+DEFAULT_MAX_TOKENS = 512
+_INSTALL_HINT = "pip install 'llama-cpp-python==0.3.36' (set CMAKE_ARGS=\"-DLLAVA_BUILD=OFF\" for a faster build)"
+
+# Keywords llama.cpp's JSON-Schema-to-grammar converter understands; anything else is dropped from
+# the copy used for the grammar (the gate validates arguments against the real schema afterwards).
+_GRAMMAR_KEYWORDS = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
+    "maxItems", "enum", "const", "oneOf", "anyOf", "allOf", "$ref", "$defs", "definitions",
+    "minLength", "maxLength", "pattern", "format",
+})
+_GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"})
+
+# The examples use placeholders, never realistic IDs: a 1.5B model copies example values.
+_TOOL_INSTRUCTIONS = """\
+You decide the next step. Reply with exactly one JSON object:
+- {{"tool": "<tool name>", "arguments": {{...}}}} to call one tool, or
+- {{"answer": "<your reply>"}} to reply to the user.
+
+Tools:
+{tools}
+
+Rules:
+- If the question needs business data (an order, a part, a price, a stock level, a record, a document), call the matching tool. Never make such data up.
+- Copy identifiers and values exactly as the user wrote them.
+- Reply with "answer" for greetings, general knowledge or arithmetic, and once a tool result holds what the user asked for: then use that result's data in your answer.
+
+Examples (the <...> are placeholders, not real values):
+User: What is the status of <ID>?
+{{"tool": "<tool that gives that status>", "arguments": {{"<its id parameter>": "<ID>"}}}}
+User: How many <THING> are left in <PLACE>?
+{{"tool": "<tool that counts stock>", "arguments": {{"<item parameter>": "<THING>", "<place parameter>": "<PLACE>"}}}}
+User: Hello, who are you?
+{{"answer": "Hello! I am an assistant; ask me about your data."}}
+User: What is 3 times 4?
+{{"answer": "12"}}
+Tool result for <tool name>: {{"ok": true, "<field>": "<VALUE>"}}
+{{"answer": "The <field> is <VALUE>."}}"""
+
+_TOOL_ONLY_RULE = "\n- A tool call is required now: reply with a tool call, not an answer."
+
+
+@dataclass
+class _Engine:
+    """One loaded llama.cpp model and the lock that serializes its use (a Llama is not thread-safe)."""
+
+    llama: Llama
+    lock: threading.Lock
+    load_ms: float
+
+
+_ENGINES: dict[tuple[str, int | None, int | None, int], _Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def clear_engine_cache() -> None:
+    """Free every loaded llama.cpp model of this process (tests and benchmarks use this)."""
+    with _ENGINES_LOCK:
+        for engine in _ENGINES.values():
+            with engine.lock:
+                engine.llama.close()
+        _ENGINES.clear()
+
+
+class LocalModel(Model):
+    """Qwen2.5-Coder-1.5B-Instruct Q4_K_M in-process via llama.cpp; weights load on first use."""
+
+    supports_tools = True
+    supports_parallel_calls = False
+    supports_strict = True
+
+    def __init__(
+        self,
+        *,
+        model_path: str | Path | None = None,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        n_threads_batch: int | None = None,
+        seed: int = 0,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        cache_dir: str | Path | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self.model_path = Path(model_path).expanduser() if model_path is not None else None
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.n_threads_batch = n_threads_batch
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self.name = DEFAULT_NAME if self.model_path is None else f"local:{self.model_path.stem}"
+        self._engine: _Engine | None = None
+
+    @classmethod
+    def from_spec(cls, rest: str, settings: Mapping[str, Any]) -> LocalModel:
+        """Build from ``local`` or ``local:PATH.gguf`` and settings (n_ctx, n_threads, model_path, ...)."""
+        model_path = settings.get("model_path") or (rest or None)
+        return cls(
+            model_path=model_path,
+            n_ctx=_int_setting(settings, "n_ctx", DEFAULT_N_CTX),
+            n_threads=_optional_int_setting(settings, "n_threads"),
+            n_threads_batch=_optional_int_setting(settings, "n_threads_batch"),
+            seed=_int_setting(settings, "seed", 0),
+            max_tokens=_int_setting(settings, "max_tokens", DEFAULT_MAX_TOKENS),
+            cache_dir=settings.get("cache_dir"),
+        )
+
+    def load(self) -> float:
+        """Load the weights now (assembling them on first use); return the load time in ms (0 if cached)."""
+        engine = self._load()
+        return engine.load_ms
+
+    def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        *,
+        tool_choice: ToolChoice = "auto",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        engine = self._load()
+        offered = list(tools or []) if tool_choice != "none" else []
+        chat = _render_messages(messages, offered, required=tool_choice == "required")
+        kwargs: dict[str, Any] = {
+            "messages": chat,
+            "temperature": 0.0 if temperature is None else temperature,
+            "max_tokens": max_tokens or self.max_tokens,
+            "seed": self.seed,
+        }
+        if offered:
+            kwargs["grammar"] = _grammar(_decision_schema_text(offered, tool_choice == "required"))
+        started = time.perf_counter()
+        try:
+            with engine.lock:
+                response = engine.llama.create_chat_completion(**kwargs)
+        except ValueError as exc:
+            if "context window" in str(exc):
+                raise LimitExceeded(
+                    f"the conversation is longer than the local model's context ({self.n_ctx} tokens); "
+                    "raise the 'n_ctx' model setting or shorten the conversation"
+                ) from exc
+            raise ModelUnavailable(f"the local model failed to generate: {exc}") from exc
+        ms = (time.perf_counter() - started) * 1000
+        result: dict[str, Any] = response  # type: ignore[assignment]  # non-streaming: a plain dict
+        content = result["choices"][0]["message"].get("content") or ""
+        usage = result.get("usage") or {}
+        text, calls = _parse_decision(content) if offered else (content.strip(), ())
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            tokens_in=int(usage.get("prompt_tokens", 0)),
+            tokens_out=int(usage.get("completion_tokens", 0)),
+            ms=ms,
+            model=self.name,
+        )
+
+    def _load(self) -> _Engine:
+        if self._engine is not None:
+            return self._engine
+        path = self._resolve_path()
+        key = (str(path), self.n_threads, self.n_threads_batch, self.n_ctx)
+        with _ENGINES_LOCK:
+            engine = _ENGINES.get(key)
+            if engine is None:
+                engine = _load_engine(path, self.n_ctx, self.n_threads, self.n_threads_batch)
+                _ENGINES[key] = engine
+            else:
+                engine = _Engine(engine.llama, engine.lock, 0.0)
+        self._engine = engine
+        return engine
+
+    def _resolve_path(self) -> Path:
+        if self.model_path is None:
+            return ensure_model_file(self.progress, directory=self.cache_dir)
+        if not self.model_path.is_file():
+            raise ModelUnavailable(
+                f"the local model file {self.model_path} does not exist; fix the 'model_path' setting "
+                "or remove it to use the bundled Qwen2.5-Coder-1.5B"
+            )
+        return self.model_path
+
+
+def _load_engine(path: Path, n_ctx: int, n_threads: int | None, n_threads_batch: int | None) -> _Engine:
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:
+        raise ModelUnavailable(f"the local model needs llama-cpp-python, which is not importable: {_INSTALL_HINT}") from exc
+    started = time.perf_counter()
+    try:
+        llama = Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            n_threads_batch=n_threads_batch,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise ModelUnavailable(
+            f"llama.cpp could not load {path.name}: the file is not a valid GGUF model; delete it so it is "
+            "assembled again, or fix the 'model_path' setting"
+        ) from exc
+    return _Engine(llama, threading.Lock(), (time.perf_counter() - started) * 1000)
+
+
+def _int_setting(settings: Mapping[str, Any], key: str, default: int) -> int:
+    value = _optional_int_setting(settings, key)
+    return default if value is None else value
+
+
+def _optional_int_setting(settings: Mapping[str, Any], key: str) -> int | None:
+    value = settings.get(key)
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"expected an integer, got {value!r}", key=f"model.{key}") from exc
+    if number < 0:
+        raise ConfigError(f"expected a non-negative integer, got {number}", key=f"model.{key}")
+    return number
+
+
+# --- prompt ---------------------------------------------------------------------------------------
+
+
+def _render_messages(messages: list[Message], tools: list[ToolSpec], *, required: bool) -> list[dict[str, str]]:
+    """Chat messages Qwen's template accepts: one system message, calls as JSON, tool results as user turns."""
+    system_parts = [m.content for m in messages if m.role == "system" and m.content]
+    if tools:
+        instructions = _TOOL_INSTRUCTIONS.format(tools="\n".join(_describe_tool(t) for t in tools))
+        if required:
+            instructions = instructions.replace("\n\nExamples", _TOOL_ONLY_RULE + "\n\nExamples", 1)
+        system_parts.append(instructions)
+    chat: list[dict[str, str]] = []
+    if system_parts:
+        chat.append({"role": "system", "content": "\n\n".join(system_parts)})
+    call_names: dict[str, str] = {}
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.role == "tool":
+            name = message.name or call_names.get(message.tool_call_id or "", "tool")
+            chat.append({"role": "user", "content": f"Tool result for {name}: {message.content}"})
+        elif message.role == "assistant" and message.tool_calls:
+            # Only one call per turn is generated; earlier turns are shown in the same JSON shape.
+            for call in message.tool_calls:
+                call_names[call.id] = call.name
+            rendered = [json.dumps({"tool": c.name, "arguments": c.arguments}) for c in message.tool_calls]
+            chat.append({"role": "assistant", "content": "\n".join(rendered)})
+        elif message.role == "assistant":
+            content = json.dumps({"answer": message.content}) if tools else message.content
+            chat.append({"role": "assistant", "content": content})
+        else:
+            chat.append({"role": "user", "content": message.content})
+    return chat
+
+
+def _describe_tool(tool: ToolSpec) -> str:
+    properties: dict[str, Any] = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+    params = ", ".join(
+        f"{name}: {_type_label(schema)}{'' if name in required else ' (optional)'}"
+        for name, schema in properties.items()
+    )
+    return f"- {tool.name}({params}): {tool.description.strip().splitlines()[0] if tool.description else ''}"
+
+
+def _type_label(schema: Mapping[str, Any]) -> str:
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type", "any")
+    return " | ".join(kind) if isinstance(kind, list) else str(kind)
+
+
+# --- grammar --------------------------------------------------------------------------------------
+
+
+def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
+    """``oneOf``: one branch per tool (name as a const, its sanitized arguments), plus an answer branch."""
+    branches: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {"tool": {"const": tool.name}, "arguments": _sanitize(tool.parameters)},
+            "required": ["tool", "arguments"],
+            "additionalProperties": False,
+        }
+        for tool in tools
+    ]
+    if not required:
+        branches.append({
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        })
+    return {"oneOf": branches}
+
+
+def _decision_schema_text(tools: list[ToolSpec], required: bool) -> str:
+    return json.dumps(_decision_schema(tools, required), sort_keys=True)
+
+
+def _sanitize(schema: Any) -> Any:
+    """A copy of a JSON Schema with only what llama.cpp's grammar converter supports."""
+    if isinstance(schema, list):
+        return [_sanitize(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in _GRAMMAR_KEYWORDS:
+            continue
+        if key == "format" and value not in _GRAMMAR_FORMATS:
+            continue
+        if key == "pattern" and not _pattern_supported(value):
+            continue
+        if key in ("properties", "$defs", "definitions"):
+            out[key] = {name: _sanitize(sub) for name, sub in value.items()}
+        elif key in ("enum", "const", "required", "type"):
+            out[key] = value
+        else:
+            out[key] = _sanitize(value)
+    if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+@lru_cache(maxsize=256)
+def _pattern_supported(pattern: str) -> bool:
+    """Whether llama.cpp's converter accepts this regex (it needs ^...$ and a limited syntax)."""
+    if not (isinstance(pattern, str) and pattern.startswith("^") and pattern.endswith("$")):
+        return False
+    try:
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+        json_schema_to_gbnf(json.dumps({"type": "string", "pattern": pattern}))
+    except Exception:  # the converter asserts on unsupported syntax; then the pattern is dropped
+        return False
+    return True
+
+
+@lru_cache(maxsize=64)
+def _grammar(schema_text: str) -> Any:
+    """The llama.cpp grammar for a decision schema, built once per tool set.
+
+    Built here rather than through ``response_format`` because llama-cpp-python silently falls back
+    to an unconstrained JSON grammar when conversion fails, which would let the model invent tools.
+    """
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    try:
+        return LlamaGrammar.from_json_schema(schema_text, verbose=False)
+    except Exception as exc:
+        raise ConfigError(
+            f"a tool's parameter schema cannot be turned into a grammar for the local model: {exc}",
+            key="tools",
+        ) from exc
+
+
+# --- parsing --------------------------------------------------------------------------------------
+
+_TOOL_PREFIX = re.compile(r'^\s*\{\s*"tool"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_ANSWER_PREFIX = re.compile(r'^\s*\{\s*"answer"\s*:\s*"')
+_call_counter = 0
+_counter_lock = threading.Lock()
+
+
+def _next_call_id() -> str:
+    global _call_counter
+    with _counter_lock:
+        _call_counter += 1
+        return f"call_{_call_counter}"
+
+
+def _parse_decision(content: str) -> tuple[str, tuple[ToolCall, ...]]:
+    """Turn the grammar-constrained JSON into answer text or one ToolCall (truncated output included)."""
+    try:
+        decision = json.loads(content)
+    except json.JSONDecodeError as exc:
+        if match := _TOOL_PREFIX.match(content):
+            call = ToolCall(
+                id=_next_call_id(),
+                name=json.loads(f'"{match.group(1)}"'),
+                arguments={},
+                raw_arguments=content[match.end():],
+                parse_error=f"the arguments were cut off or malformed: {exc.msg}",
+            )
+            return "", (call,)
+        if match := _ANSWER_PREFIX.match(content):
+            return _partial_string(content[match.end():]), ()
+        return content.strip(), ()
+    if isinstance(decision, dict) and isinstance(decision.get("tool"), str):
+        arguments = decision.get("arguments")
+        if isinstance(arguments, dict):
+            return "", (ToolCall(id=_next_call_id(), name=decision["tool"], arguments=arguments,
+                                 raw_arguments=json.dumps(arguments)),)
+        return "", (ToolCall(id=_next_call_id(), name=decision["tool"], raw_arguments=json.dumps(arguments),
+                             parse_error="the arguments are not a JSON object"),)
+    if isinstance(decision, dict) and isinstance(decision.get("answer"), str):
+        return decision["answer"].strip(), ()
+    return content.strip(), ()
+
+
+def _partial_string(body: str) -> str:
+    """Decode the text of a JSON string cut off before its closing quote."""
+    for end in range(len(body), max(len(body) - 8, 0), -1):
+        try:
+            return str(json.loads('"' + body[:end].rstrip('"}\n ') + '"')).strip()
+        except json.JSONDecodeError:
+            continue
+    return body.strip()

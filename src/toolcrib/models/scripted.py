@@ -1,0 +1,141 @@
+"""Fakes that ship as a feature: a scripted model (queued replies) and a function model.
+
+Scripted file format (JSON or YAML): a list of replies, each either a string (a text answer) or
+an object ``{"tool_calls": [{"name": ..., "arguments": {...}}, ...]}`` (optionally with ``text``).
+``arguments`` may also be a string, which is parsed like a real backend would (bad JSON becomes a
+controlled error downstream, not a crash).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toolcrib.errors import ConfigError
+from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolChoice, ToolSpec
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, str | None]:
+    """(arguments, raw text, parse error) from a dict or a JSON string, as every backend needs."""
+    if isinstance(raw, dict):
+        return raw, None, None
+    if not isinstance(raw, str):
+        return {}, json.dumps(raw), "arguments must be a JSON object"
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        return {}, raw, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+    if not isinstance(parsed, dict):
+        return {}, raw, "arguments must be a JSON object"
+    return parsed, raw, None
+
+
+def _reply_to_completion(reply: Any, index: int, source: str) -> Completion:
+    if isinstance(reply, str):
+        return Completion(text=reply, model="scripted")
+    if isinstance(reply, dict) and ("tool_calls" in reply or "text" in reply):
+        calls = []
+        for n, call in enumerate(reply.get("tool_calls") or []):
+            if not isinstance(call, dict) or "name" not in call:
+                raise ConfigError(f"reply {index + 1}, call {n + 1}: expected an object with 'name' and "
+                                  "'arguments'", file=source)
+            arguments, raw, error = parse_arguments(call.get("arguments", {}))
+            calls.append(ToolCall(id=str(call.get("id") or f"call_{index + 1}_{n + 1}"), name=str(call["name"]),
+                                  arguments=arguments, raw_arguments=raw, parse_error=error))
+        return Completion(text=str(reply.get("text", "")), tool_calls=tuple(calls), model="scripted")
+    raise ConfigError(f"reply {index + 1}: expected a string or an object with 'tool_calls' or 'text'",
+                      file=source)
+
+
+class ScriptedModel(Model):
+    """Returns queued replies in order and records every request it was given."""
+
+    supports_tools = True
+    supports_parallel_calls = True
+    supports_strict = True
+    name = "scripted"
+
+    def __init__(self, replies: Iterable[Any], *, source: str = "<script>") -> None:
+        self.replies = [_reply_to_completion(r, i, source) for i, r in enumerate(replies)]
+        self.requests: list[tuple[list[Message], list[ToolSpec] | None]] = []
+        self.source = source
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        """Load replies from a JSON or YAML file (``--model scripted:FILE``)."""
+        if not str(path):
+            raise ConfigError("the scripted model needs a file: use 'scripted:PATH' (JSON or YAML list of replies)",
+                              key="model")
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read scripted replies ({exc.strerror})", file=str(p)) from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"not valid JSON/YAML: {exc}", file=str(p)) from None
+        if isinstance(data, dict) and "replies" in data:
+            data = data["replies"]
+        if not isinstance(data, list):
+            raise ConfigError("expected a list of replies", file=str(p))
+        return cls(data, source=str(p))
+
+    @property
+    def remaining(self) -> int:
+        return len(self.replies) - len(self.requests)
+
+    def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        *,
+        tool_choice: ToolChoice = "auto",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        index = len(self.requests)
+        self.requests.append((list(messages), list(tools) if tools is not None else None))
+        if index >= len(self.replies):
+            raise ConfigError(f"scripted model ran out of replies after {len(self.replies)}", file=self.source)
+        reply = self.replies[index]
+        if not tools and reply.tool_calls:
+            # a model offered no tools cannot call one: the script's call becomes text, as a real API would
+            return Completion(text=reply.text, model=self.name)
+        return reply
+
+    def assert_complete(self) -> None:
+        """Fail if any scripted reply was never asked for."""
+        if self.remaining:
+            raise AssertionError(f"{self.remaining} scripted replies were never used")
+
+
+class FunctionModel(Model):
+    """Wraps a plain function ``(messages, tools) -> Completion | str`` as a model."""
+
+    supports_tools = True
+    supports_parallel_calls = True
+    name = "function"
+
+    def __init__(self, fn: Callable[[list[Message], list[ToolSpec] | None], Completion | str]) -> None:
+        self.fn = fn
+
+    def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        *,
+        tool_choice: ToolChoice = "auto",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        start = time.perf_counter()
+        out = self.fn(messages, tools)
+        if isinstance(out, str):
+            return Completion(text=out, ms=(time.perf_counter() - start) * 1000, model=self.name)
+        return out

@@ -1,0 +1,308 @@
+"""The append-only, hash-chained record of every proposal, decision, approval and execution.
+
+Each record carries the hash of the one before it and its own hash over its canonical JSON, so
+editing, inserting or deleting a record in the middle breaks ``verify()``. Deleting the newest
+records leaves a valid shorter chain: publish ``head()`` elsewhere and pass it to ``verify`` to
+catch that too. The database refuses UPDATE and DELETE (triggers), and appends are serialised
+(SQLite ``BEGIN IMMEDIATE``; PostgreSQL an exclusive table lock) so the chain stays in order
+across processes, and a process killed mid-append leaves no half record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from toolcrib.policy.approvals import PostgresConnection, _sqlite_connect
+from toolcrib.policy.canonical import canonical_json, sha256_hex
+
+EVENTS = frozenset({
+    "proposed", "allowed", "denied", "approved", "rejected", "expired", "executed", "failed",
+    "outcome_unknown", "refused",
+})
+GENESIS_HASH = "0" * 64
+_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One entry of the chain; ``hash`` covers every other field."""
+
+    seq: int
+    timestamp: float
+    event: str
+    actor: str
+    decided_by: str
+    tool: str
+    proposal_id: str
+    trace_id: str
+    detail: dict[str, Any] = field(default_factory=dict)
+    prev_hash: str = GENESIS_HASH
+    hash: str = ""
+
+    def body(self) -> dict[str, Any]:
+        """Everything the hash covers."""
+        data = asdict(self)
+        del data["hash"]
+        return data
+
+    def computed_hash(self) -> str:
+        return sha256_hex(canonical_json(self.body()))
+
+
+@dataclass(frozen=True)
+class AuditVerification:
+    """The result of walking the chain: ``first_bad_seq`` and ``problem`` say where it broke."""
+
+    ok: bool
+    count: int
+    first_bad_seq: int | None = None
+    problem: str = ""
+
+
+def redact_arguments(arguments: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
+    """A copy with each declared field (``"card"`` or a dotted path ``"card.number"``) replaced by
+    ``"[redacted:sha256:<12 hex>]"``: auditors can see two calls used the same value, not the value.
+    A short guessable value (a PIN) can be recovered from its hash by trying them all: don't
+    record such fields' hashes anywhere they are a secret worth that effort."""
+    out: dict[str, Any] = json.loads(canonical_json(dict(arguments)))
+    for path in fields:
+        *parents, leaf = path.split(".")
+        node: Any = out
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and leaf in node:
+            digest = sha256_hex(canonical_json(node[leaf]))[:12]
+            node[leaf] = f"[redacted:sha256:{digest}]"
+    return out
+
+
+class AuditStore(ABC):
+    """Append-only, tamper-evident record. There is deliberately no update or delete."""
+
+    @abstractmethod
+    def append(
+        self,
+        event: str,
+        *,
+        actor: str,
+        decided_by: str,
+        tool: str = "",
+        proposal_id: str = "",
+        trace_id: str = "",
+        detail: Mapping[str, Any] | None = None,
+    ) -> AuditRecord:
+        """Add one record at the end of the chain and return it."""
+
+    @abstractmethod
+    def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
+        """Records in chain order, from ``after_seq + 1``."""
+
+    def head(self) -> tuple[int, str]:
+        """(seq, hash) of the newest record, (0, GENESIS_HASH) when empty: publish it as an anchor."""
+        last = (0, GENESIS_HASH)
+        for record in self.records():
+            last = (record.seq, record.hash)
+        return last
+
+    def verify(self, anchor: tuple[int, str] | None = None) -> AuditVerification:
+        """Walk the chain: contiguous seq, each prev_hash links, each hash matches its content;
+        with ``anchor`` (an earlier ``head()``), that record must still be there unchanged."""
+        count, prev, expected_seq = 0, GENESIS_HASH, 1
+        anchor_seen = anchor is None or anchor[0] == 0
+        for record in self.records():
+            if record.seq != expected_seq:
+                return AuditVerification(False, count, expected_seq, f"record {expected_seq} is missing")
+            if record.prev_hash != prev:
+                return AuditVerification(False, count, record.seq,
+                                         "prev_hash does not match the previous record's hash")
+            if record.computed_hash() != record.hash:
+                return AuditVerification(False, count, record.seq,
+                                         "record content does not match its hash")
+            if anchor is not None and record.seq == anchor[0]:
+                if record.hash != anchor[1]:
+                    return AuditVerification(False, count, record.seq, "record differs from the anchor")
+                anchor_seen = True
+            count, prev, expected_seq = count + 1, record.hash, expected_seq + 1
+        if not anchor_seen:
+            assert anchor is not None
+            return AuditVerification(False, count, anchor[0], f"anchored record {anchor[0]} is missing")
+        return AuditVerification(True, count)
+
+    def close(self) -> None:
+        """Release connections."""
+
+    def __enter__(self) -> AuditStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+_FIELDS = "seq, timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail, prev_hash, hash"
+
+
+def _record(row: Sequence[Any]) -> AuditRecord:
+    return AuditRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+                       json.loads(row[8]), row[9], row[10])
+
+
+class _SQLAuditStore(AuditStore):
+    """Shared logic; subclasses give the transaction that serialises appends."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+
+    @abstractmethod
+    def _tx(self, write: bool = True) -> Any:
+        """A context manager yielding a cursor; with ``write``, appends are serialised."""
+
+    def _sql(self, text: str) -> str:
+        return text
+
+    def append(
+        self,
+        event: str,
+        *,
+        actor: str,
+        decided_by: str,
+        tool: str = "",
+        proposal_id: str = "",
+        trace_id: str = "",
+        detail: Mapping[str, Any] | None = None,
+    ) -> AuditRecord:
+        if event not in EVENTS:
+            raise ValueError(f"unknown audit event {event!r}; expected one of {sorted(EVENTS)}")
+        detail_json = canonical_json(dict(detail or {}))
+        with self._tx() as cur:
+            cur.execute("SELECT seq, hash FROM toolcrib_audit ORDER BY seq DESC LIMIT 1")
+            last = cur.fetchone()
+            seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+            record = AuditRecord(seq, self._clock(), event, actor, decided_by, tool, proposal_id,
+                                 trace_id, json.loads(detail_json), prev)
+            record = AuditRecord(**{**record.body(), "hash": record.computed_hash()})
+            cur.execute(self._sql(f"INSERT INTO toolcrib_audit ({_FIELDS}) VALUES"
+                                  " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                        (record.seq, record.timestamp, event, actor, decided_by, tool, proposal_id,
+                         trace_id, detail_json, prev, record.hash))
+        return record
+
+    def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
+        while True:
+            with self._tx(write=False) as cur:
+                cur.execute(self._sql(f"SELECT {_FIELDS} FROM toolcrib_audit WHERE seq > ?"
+                                      f" ORDER BY seq LIMIT {_PAGE}"), (after_seq,))
+                rows = cur.fetchall()
+            for row in rows:
+                yield _record(row)
+            if len(rows) < _PAGE:
+                return
+            after_seq = rows[-1][0]
+
+    def head(self) -> tuple[int, str]:
+        with self._tx(write=False) as cur:
+            cur.execute("SELECT seq, hash FROM toolcrib_audit ORDER BY seq DESC LIMIT 1")
+            last = cur.fetchone()
+        return (last[0], last[1]) if last else (0, GENESIS_HASH)
+
+
+_SQLITE_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS toolcrib_audit (
+        seq INTEGER PRIMARY KEY, timestamp REAL NOT NULL, event TEXT NOT NULL, actor TEXT NOT NULL,
+        decided_by TEXT NOT NULL, tool TEXT NOT NULL, proposal_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL, detail TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""",
+    """CREATE TRIGGER IF NOT EXISTS toolcrib_audit_no_update BEFORE UPDATE ON toolcrib_audit
+       BEGIN SELECT RAISE(ABORT, 'toolcrib audit records are append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS toolcrib_audit_no_delete BEFORE DELETE ON toolcrib_audit
+       BEGIN SELECT RAISE(ABORT, 'toolcrib audit records are append-only'); END""",
+]
+
+
+class SQLiteAuditStore(_SQLAuditStore):
+    """The audit record in a SQLite file (WAL, synchronous=FULL): durable once ``append`` returns."""
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(clock)
+        self.path = os.fspath(path)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+        with self._tx() as cur:
+            for statement in _SQLITE_SCHEMA:
+                cur.execute(statement)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():
+            self._conn = _sqlite_connect(self.path)
+            self._pid = os.getpid()
+        return self._conn
+
+    @contextmanager
+    def _tx(self, write: bool = True) -> Iterator[sqlite3.Cursor]:
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield conn.cursor()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+
+_POSTGRES_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS toolcrib_audit (
+        seq BIGINT PRIMARY KEY, timestamp DOUBLE PRECISION NOT NULL, event TEXT NOT NULL,
+        actor TEXT NOT NULL, decided_by TEXT NOT NULL, tool TEXT NOT NULL,
+        proposal_id TEXT NOT NULL, trace_id TEXT NOT NULL, detail TEXT NOT NULL,
+        prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""",
+    """CREATE OR REPLACE FUNCTION toolcrib_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS
+       $$ BEGIN RAISE EXCEPTION 'toolcrib audit records are append-only'; END $$""",
+    """CREATE OR REPLACE TRIGGER toolcrib_audit_no_change BEFORE UPDATE OR DELETE ON toolcrib_audit
+       FOR EACH ROW EXECUTE FUNCTION toolcrib_audit_append_only()""",
+    """CREATE OR REPLACE TRIGGER toolcrib_audit_no_truncate BEFORE TRUNCATE ON toolcrib_audit
+       FOR EACH STATEMENT EXECUTE FUNCTION toolcrib_audit_append_only()""",
+]
+
+
+class PostgresAuditStore(_SQLAuditStore):
+    """The audit record in PostgreSQL, shared by every ``toolcrib serve`` process."""
+
+    def __init__(self, dsn: str, *, schema: str | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(clock)
+        self._db = PostgresConnection(dsn, schema, "audit store")
+        self._db.migrate(_POSTGRES_SCHEMA)
+
+    @contextmanager
+    def _tx(self, write: bool = True) -> Iterator[Any]:
+        with self._db.transaction() as cur:
+            if write:
+                # EXCLUSIVE blocks other appends until commit but not readers: one chain order
+                cur.execute("LOCK TABLE toolcrib_audit IN EXCLUSIVE MODE")
+            yield cur
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", "%s")
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,95 @@
+"""A proposed WRITE/ACTUATE call, the human approval bound to its exact hash, and refusals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolcrib.errors import NotPermitted
+from toolcrib.policy.canonical import canonical_json, sha256_hex
+
+ProposalStatus = Literal[
+    "pending", "approved", "rejected", "expired", "executing", "executed", "failed", "outcome_unknown"
+]
+RefusalReason = Literal[
+    "not_found", "not_approved", "rejected", "used", "expired", "edited", "stale",
+    "self_approval", "not_an_approver",
+]
+
+_REFUSAL_MESSAGES: dict[str, str] = {
+    "not_found": "there is no such proposal",
+    "not_approved": "the proposal has not been approved",
+    "rejected": "the proposal was rejected",
+    "used": "the approval has already been used",
+    "expired": "the approval or proposal has expired; propose the call again",
+    "edited": "the call differs from the one that was approved",
+    "stale": "what the call would change has changed since approval; propose the call again",
+    "self_approval": "a requester may not approve their own proposal",
+    "not_an_approver": "this person may not approve this proposal",
+}
+
+
+def proposal_hash(
+    tool: str,
+    arguments: Mapping[str, Any],
+    requester: str,
+    tenant: str,
+    policy_version: str,
+    resource_version: str,
+) -> str:
+    """SHA-256 over the canonical JSON of everything an approval is bound to."""
+    return sha256_hex(
+        canonical_json(
+            {
+                "tool": tool,
+                "arguments": dict(arguments),
+                "requester": requester,
+                "tenant": tenant,
+                "policy_version": policy_version,
+                "resource_version": resource_version,
+            }
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One call the model proposed and the application holds until a person decides."""
+
+    id: str
+    tool: str
+    arguments: dict[str, Any]
+    requester: str
+    tenant: str
+    policy_version: str
+    resource_version: str
+    hash: str
+    created_at: float
+    run_id: str = ""
+    trace_id: str = ""
+    status: str = "pending"
+    decided_by: str = ""
+    reason: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A person's yes to one proposal hash: single use, expiring, approver recorded."""
+
+    proposal_id: str
+    proposal_hash: str
+    approver: str
+    decided_at: float
+    expires_at: float
+    used_at: float | None = None
+
+
+class ApprovalRefused(NotPermitted):
+    """An approval that cannot be given or used; ``reason`` says which rule refused it."""
+
+    code = "approval_refused"
+
+    def __init__(self, reason: RefusalReason, message: str | None = None) -> None:
+        super().__init__(message or _REFUSAL_MESSAGES[reason])
+        self.reason: RefusalReason = reason

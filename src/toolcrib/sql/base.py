@@ -1,0 +1,174 @@
+"""The ``ReadOnlySQL`` seam: validate statically, then run with the database's own read-only guards."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, ClassVar, TypedDict
+
+from toolcrib.errors import InvalidArguments
+from toolcrib.sql.guard import CheckedQuery, check_select, fold_allowlist
+
+Param = str | int | float | None
+
+
+class QueryResult(TypedDict):
+    """What a query returns to the model: at most ``row_cap`` rows and ``max_chars`` of JSON."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The allowed part of a database: columns (name, type) per table or view, view definitions."""
+
+    columns: Mapping[str, Sequence[tuple[str, str]]]
+    views: Mapping[str, str] = field(default_factory=dict)
+
+
+class ReadOnlySQL(ABC):
+    """A read-only SQL database restricted to an allowlist of tables.
+
+    ``query`` is the one path for model- and user-supplied SQL: the static check in
+    ``toolcrib.sql.guard``, then ``execute_unchecked``, whose backends keep the database itself
+    read-only (SQLite: read-only file + authorizer; PostgreSQL: SELECT-only role + read-only
+    transaction), so that a statement the parser misjudged is still refused.
+    """
+
+    dialect: ClassVar[str] = "sqlite"
+    placeholder_hint: ClassVar[str] = "write ? for each value, in order"
+
+    def __init__(self, allowed_tables: Iterable[str], *, row_cap: int = 200, timeout_s: float = 5.0,
+                 max_chars: int = 20_000) -> None:
+        self.allowed_tables: frozenset[str] = fold_allowlist(list(allowed_tables), self.dialect)
+        if row_cap < 1 or timeout_s <= 0 or max_chars < 100:
+            raise ValueError("row_cap must be >= 1, timeout_s > 0 and max_chars >= 100")
+        self.row_cap = row_cap
+        self.timeout_s = timeout_s
+        self.max_chars = max_chars
+        self._schema: Schema | None = None
+
+    # -- the real work -------------------------------------------------------------------------
+    @abstractmethod
+    def execute_unchecked(self, sql: str, params: Sequence[Param] = ()) -> QueryResult:
+        """Run ``sql`` with only the database's own guards: no parser, no allowlist check.
+
+        Never pass model or user text here; use ``query``. It exists so the backends' read-only
+        guarantees can be exercised (and tested) on their own.
+        """
+
+    @abstractmethod
+    def load_schema(self) -> Schema:
+        """Introspect the allowed tables' columns and the definitions of views among them."""
+
+    # -- shared behaviour ----------------------------------------------------------------------
+    def schema(self) -> Schema:
+        """The allowed part of the schema, loaded once."""
+        if self._schema is None:
+            self._schema = self.load_schema()
+        return self._schema
+
+    def check(self, sql: str) -> CheckedQuery:
+        """The static check alone: raises ``InvalidArguments``/``NotPermitted`` or returns facts."""
+        return check_select(sql, self.allowed_tables, dialect=self.dialect,
+                            views=self.schema().views, schemas=self.default_schemas())
+
+    def default_schemas(self) -> tuple[str, ...]:
+        """Qualifiers that name the default schema (``main.t`` in SQLite)."""
+        return ("main",)
+
+    def query(self, sql: str, params: Sequence[Param] | None = None) -> QueryResult:
+        """Validate, then run one read-only SELECT with bound parameters."""
+        values = _check_params(params)
+        checked = self.check(sql)
+        if checked.placeholders != len(values):
+            raise InvalidArguments(
+                f"the query has {checked.placeholders} placeholder(s) but {len(values)} param(s) "
+                f"were given; {self.placeholder_hint}"
+            )
+        return self.execute_unchecked(sql, values)
+
+    def describe_schema(self) -> str:
+        """A compact text of the allowed tables and their columns, for the tool description."""
+        schema = self.schema()
+        lines = [f"Tables you can query ({self.dialect_label()}):"]
+        for name in sorted(schema.columns):
+            cols = ", ".join(f"{c} {t}".strip() for c, t in schema.columns[name])
+            kind = " (view)" if _has_view(schema, name, self.dialect) else ""
+            lines.append(f"- {name}{kind}({cols})")
+        lines.append(f"Parameters: {self.placeholder_hint}; never put values into the SQL text.")
+        return "\n".join(lines)
+
+    def dialect_label(self) -> str:
+        return "SQLite"
+
+    def close(self) -> None:
+        """Release the connection. Does nothing by default."""
+
+    def __enter__(self) -> ReadOnlySQL:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def shape(self, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, more: bool) -> QueryResult:
+        """Cap rows by size: stop before the JSON of the rows passes ``max_chars``."""
+        budget = self.max_chars - len(json.dumps(list(columns)))
+        cell_cap = max(50, self.max_chars // 4)
+        out: list[list[Any]] = []
+        truncated = more
+        for row in rows:
+            cells = [_cell(v, cell_cap) for v in row]
+            size = len(json.dumps(cells, default=str)) + 1
+            if any(isinstance(v, str) and v.endswith("…[cut]") for v in cells):
+                truncated = True
+            if size > budget:
+                truncated = True
+                break
+            budget -= size
+            out.append(cells)
+        return {"columns": list(columns), "rows": out, "row_count": len(out), "truncated": truncated}
+
+
+def _has_view(schema: Schema, name: str, dialect: str) -> bool:
+    folded = name.lower() if dialect == "sqlite" else name
+    return any((k.lower() if dialect == "sqlite" else k) == folded for k in schema.views)
+
+
+def _check_params(params: Sequence[Param] | None) -> list[Param]:
+    if params is None:
+        return []
+    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
+        raise InvalidArguments("params must be a list of values")
+    for value in params:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float, type(None))):
+            raise InvalidArguments("each param must be a string, a number or null")
+    return list(params)
+
+
+def _cell(value: Any, cap: int) -> Any:
+    """A JSON-ready cell; long text is cut and marked."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(bytes(value))} bytes>"
+    if isinstance(value, (dt.timedelta, uuid.UUID)):
+        return str(value)
+    if isinstance(value, (list, dict)):
+        value = json.dumps(value, default=str)
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= cap else text[:cap] + "…[cut]"

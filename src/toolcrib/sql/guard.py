@@ -1,0 +1,232 @@
+"""The static check: one SELECT, only allowlisted tables (through views, CTEs and subqueries), no
+deny-listed functions. It runs before any database sees the query; the database's own read-only
+guards (authorizer, role, read-only transaction) stand behind it in case it is ever fooled."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError
+
+from toolcrib.errors import InvalidArguments, NotPermitted
+
+MAX_QUERY_CHARS = 20_000
+_MAX_VIEW_DEPTH = 16
+
+DENIED_FUNCTIONS: frozenset[str] = frozenset({
+    # SQLite: extension loading and the shell's file functions
+    "load_extension", "readfile", "writefile", "edit", "fsdir", "lsdir", "fts3_tokenizer",
+    # PostgreSQL: settings, files, network identity, sequences, queries passed as text
+    "set_config", "current_setting", "dblink", "inet_server_addr", "inet_server_port",
+    "inet_client_addr", "inet_client_port", "nextval", "setval", "currval", "lastval",
+    "ts_stat", "ts_rewrite", "version", "current_version", "txid_current",
+})
+DENIED_PREFIXES: tuple[str, ...] = (
+    "pg_", "lo_", "dblink_", "copy", "pragma_", "query_to_", "table_to_", "schema_to_",
+    "database_to_", "cursor_to_", "sqlite_dbpage",
+)
+
+# Statement and clause node types that write, change the schema or the session, or lock rows.
+_FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
+    node for node in (getattr(exp, name, None) for name in (
+        "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "TruncateTable",
+        "Command", "Pragma", "Set", "Into", "Lock", "Copy", "Grant", "Revoke", "Attach", "Detach",
+        "Transaction", "Commit", "Rollback", "Use", "LoadData", "Analyze", "Kill", "Refresh",
+        "Cache", "Uncache", "Comment", "Declare",
+    )) if isinstance(node, type)
+)
+_QUERY_ROOTS = (exp.Select, exp.SetOperation, exp.Subquery)
+
+
+@dataclass(frozen=True)
+class CheckedQuery:
+    """What the static check learned: the base tables read and the number of placeholders."""
+
+    tables: frozenset[str]
+    placeholders: int
+
+
+def fold_name(name: str, *, quoted: bool, dialect: str) -> str:
+    """An identifier as the database resolves it: SQLite ignores case; PostgreSQL folds unquoted."""
+    if dialect == "sqlite" or not quoted:
+        return name.lower()
+    return name
+
+
+def fold_allowlist(names: Collection[str], dialect: str) -> frozenset[str]:
+    """Allowlist entries are real table names: case-insensitive in SQLite, exact in PostgreSQL."""
+    return frozenset(n.lower() if dialect == "sqlite" else n for n in names)
+
+
+def check_select(
+    sql: str,
+    allowed_tables: Collection[str],
+    *,
+    dialect: str = "sqlite",
+    views: Mapping[str, str] | None = None,
+    schemas: Collection[str] | None = None,
+) -> CheckedQuery:
+    """Accept exactly one read-only SELECT over allowed tables, or raise a model-facing error.
+
+    ``views`` maps a view's (folded) name to its definition (``SELECT ...`` or ``CREATE VIEW``):
+    a view is allowed only when it is on the allowlist and so is every base table it reads.
+    ``schemas`` are the qualifiers that mean "the default schema" (``main`` for SQLite).
+    """
+    if len(sql) > MAX_QUERY_CHARS:
+        raise InvalidArguments(f"the query is too long (over {MAX_QUERY_CHARS} characters)")
+    tree = _parse_one_select(sql, dialect)
+    _refuse_functions(tree)
+    allowed = fold_allowlist(allowed_tables, dialect)
+    folded_views = {fold_name(k, quoted=True, dialect=dialect): v for k, v in (views or {}).items()}
+    qualifiers = frozenset(fold_name(s, quoted=True, dialect=dialect)
+                           for s in (schemas if schemas is not None else _default_schemas(dialect)))
+    tables = _base_tables(tree, allowed, folded_views, qualifiers, dialect, seen=())
+    return CheckedQuery(tables=frozenset(tables), placeholders=_count_placeholders(tree))
+
+
+def _default_schemas(dialect: str) -> tuple[str, ...]:
+    return ("main",) if dialect == "sqlite" else ("public",)
+
+
+def _parse_one_select(sql: str, dialect: str) -> exp.Expression:
+    try:
+        statements = sqlglot.parse(sql, read=dialect)
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        where = f" (line {first.get('line')}, column {first.get('col')})" if first else ""
+        description = str(first.get("description", "syntax error")).split(".")[0]
+        raise InvalidArguments(f"the query is not valid SQL: {description}{where}") from None
+    except (SqlglotError, RecursionError, ValueError):
+        raise InvalidArguments("the query is not valid SQL") from None
+    real = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+    if len(real) != 1:
+        raise InvalidArguments("only one SELECT statement is allowed")
+    tree = real[0]
+    if not isinstance(tree, _QUERY_ROOTS):
+        raise NotPermitted(f"only one SELECT statement is allowed (found {_kind(tree)})")
+    for node in tree.walk():
+        if isinstance(node, _FORBIDDEN_NODES):
+            raise NotPermitted(f"only one SELECT statement is allowed (found {_kind(node)})")
+    return tree
+
+
+def _kind(node: exp.Expression) -> str:
+    if isinstance(node, exp.Into):
+        return "SELECT ... INTO"
+    if isinstance(node, exp.Lock):
+        return "FOR UPDATE/SHARE"
+    if isinstance(node, exp.Command):
+        return str(node.this).split()[0].upper() if node.this else "a command"
+    return node.key.upper()
+
+
+def function_names(node: exp.Func) -> set[str]:
+    """The names a function call may go by: as written, or sqlglot's names for a known function."""
+    if isinstance(node, exp.Anonymous):
+        return {node.name.lower()}
+    return {n.lower() for n in node.sql_names()} | {node.key.lower()}
+
+
+def _refuse_functions(tree: exp.Expression) -> None:
+    for node in tree.find_all(exp.Func):
+        for name in sorted(function_names(node)):
+            if name in DENIED_FUNCTIONS or name.startswith(DENIED_PREFIXES):
+                raise NotPermitted(f"function {name} is not allowed")
+
+
+def _visible_ctes(table: exp.Table, dialect: str) -> set[str]:
+    """CTE names a table reference can mean, by SQL scoping: a CTE body sees earlier CTEs of its
+    WITH, and itself only when recursive (SQLite treats any self-reference as recursive)."""
+    names: set[str] = set()
+    prev: exp.Expression = table
+    passed: exp.Expression | None = None
+    node = table.parent
+    while node is not None:
+        if isinstance(node, exp.With):
+            ctes = [c for c in node.expressions if isinstance(c, exp.CTE)]
+            idx = next((i for i, c in enumerate(ctes) if c is prev), len(ctes))
+            names.update(_cte_name(c, dialect) for c in ctes[:idx])
+            if idx < len(ctes) and (node.args.get("recursive") or dialect == "sqlite"):
+                names.add(_cte_name(ctes[idx], dialect))
+            passed = node
+        else:
+            with_ = node.args.get("with_") or node.args.get("with")
+            if isinstance(with_, exp.With) and with_ is not passed:
+                names.update(_cte_name(c, dialect) for c in with_.expressions if isinstance(c, exp.CTE))
+        prev, node = node, node.parent
+    return names
+
+
+def _cte_name(cte: exp.CTE, dialect: str) -> str:
+    ident = cte.args["alias"].this if cte.args.get("alias") else None
+    if isinstance(ident, exp.Identifier):
+        return fold_name(ident.name, quoted=bool(ident.quoted), dialect=dialect)
+    return cte.alias.lower()
+
+
+def _ident(node: exp.Expression | None, dialect: str) -> str:
+    if isinstance(node, exp.Identifier):
+        return fold_name(node.name, quoted=bool(node.quoted), dialect=dialect)
+    return fold_name(node.name, quoted=False, dialect=dialect) if node is not None else ""
+
+
+def _base_tables(
+    tree: exp.Expression,
+    allowed: frozenset[str],
+    views: Mapping[str, str],
+    qualifiers: frozenset[str],
+    dialect: str,
+    seen: tuple[str, ...],
+) -> set[str]:
+    tables: set[str] = set()
+    for table in tree.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier):
+            if dialect == "sqlite":  # eponymous virtual tables (json_each, dbstat) are not data
+                shown = table.this.name or table.this.key
+                raise NotPermitted(f"table-valued function {shown} is not available")
+            continue  # a set-returning function: its name went through the function check
+        name = _ident(table.this, dialect)
+        db = _ident(table.args.get("db"), dialect)
+        catalog = _ident(table.args.get("catalog"), dialect)
+        if catalog or (db and db not in qualifiers):
+            shown = ".".join(p for p in (catalog, db, table.name) if p)
+            raise NotPermitted(f"table {shown} is not available")
+        if not db and name in _visible_ctes(table, dialect):
+            continue
+        if name not in allowed:
+            raise NotPermitted(f"table {table.name} is not available")
+        tables.add(name)
+        if name in views:
+            tables |= _view_tables(name, allowed, views, qualifiers, dialect, seen)
+    return tables
+
+
+def _view_tables(
+    name: str,
+    allowed: frozenset[str],
+    views: Mapping[str, str],
+    qualifiers: frozenset[str],
+    dialect: str,
+    seen: tuple[str, ...],
+) -> set[str]:
+    """The base tables under a view, checked against the same allowlist; fails closed."""
+    if name in seen or len(seen) >= _MAX_VIEW_DEPTH:
+        raise NotPermitted(f"table {name} is not available")
+    try:
+        parsed = sqlglot.parse_one(views[name], read=dialect)
+    except (SqlglotError, RecursionError, ValueError):
+        raise NotPermitted(f"table {name} is not available") from None
+    body = parsed.expression if isinstance(parsed, exp.Create) else parsed
+    if not isinstance(body, exp.Expression):
+        raise NotPermitted(f"table {name} is not available")
+    return _base_tables(body, allowed, views, qualifiers, dialect, seen + (name,))
+
+
+def _count_placeholders(tree: exp.Expression) -> int:
+    """``?`` placeholders count one each; ``$n`` placeholders count up to the largest n."""
+    plain = sum(1 for _ in tree.find_all(exp.Placeholder))
+    numbered = [int(p.name) for p in tree.find_all(exp.Parameter) if p.name.isdigit()]
+    return plain + (max(numbered) if numbered else 0)

@@ -1,0 +1,218 @@
+"""Declaring tools: the ``@tool`` decorator builds a strict JSON Schema from type hints and docstring."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Annotated, get_args, get_origin, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from toolcrib.errors import InvalidArguments
+from toolcrib.policy.principal import Principal
+
+
+class Effect(str, Enum):
+    """What a tool can change. Decides approval, parallelism, caching and retries."""
+
+    READ = "read"
+    WRITE = "write"
+    ACTUATE = "actuate"
+
+
+class Identifier:
+    """``Annotated`` marker: this argument names a real thing (order id, part number, channel).
+
+    The gate only accepts it when the value appears in the user's messages or an earlier tool
+    result, which catches the "confident call, wrong argument" failure.
+    """
+
+    def __repr__(self) -> str:
+        return "Identifier()"
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know about the run it serves. Declared as a ``ctx: ToolContext`` parameter."""
+
+    principal: Principal
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    trace_id: str = ""
+
+
+DomainCheck = Callable[[dict[str, Any], ToolContext], None]
+# Reads the current version (ETag, row version, hash) of what a WRITE would change, for approvals.
+ResourceVersion = Callable[[dict[str, Any], ToolContext], str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable the model may propose, with the facts the gate needs to decide about it."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    effect: Effect
+    parameters: dict[str, Any]
+    args_model: type[BaseModel]
+    timeout_s: float = 10.0
+    idempotent: bool = True
+    cache_ttl_s: float = 0.0
+    identifiers: tuple[str, ...] = ()
+    redact: tuple[str, ...] = ()
+    check: DomainCheck | None = None
+    resource_version: ResourceVersion | None = None
+    context_param: str | None = None
+    is_async: bool = False
+    max_result_chars: int | None = None
+    tags: frozenset[str] = frozenset()
+
+    def validate(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
+        """Strict schema validation, then the tool's domain check. Raises InvalidArguments."""
+        try:
+            parsed = self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise InvalidArguments(f"{self.name}: {_describe(exc)}") from None
+        values = parsed.model_dump()
+        if self.check is not None and ctx is not None:
+            self.check(values, ctx)
+        return values
+
+    def bind(self, values: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """Keyword arguments for ``fn``: the validated values plus the context, if declared."""
+        if self.context_param is None:
+            return values
+        return {**values, self.context_param: ctx}
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unexpected argument '{loc}'")
+        elif err["type"] == "missing":
+            parts.append(f"missing required argument '{loc}'")
+        else:
+            parts.append(f"'{loc}' {err['msg'].lower()}")
+    return "; ".join(parts)
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Description (text before any section) and Google-style ``Args:`` descriptions."""
+    doc = inspect.cleandoc(doc or "")
+    head, _, rest = doc.partition("\nArgs:")
+    args: dict[str, str] = {}
+    current = None
+    for line in ("  " + rest.lstrip("\n")).splitlines() if rest else []:
+        if line.strip() and not line.startswith(" "):
+            break  # next section
+        m = _ARG_LINE.match(line)
+        if m:
+            current = m.group(1)
+            args[current] = m.group(2).strip()
+        elif current and line.strip():
+            args[current] += " " + line.strip()
+    description = " ".join(head.split())
+    return description, args
+
+
+def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema["additionalProperties"] = False
+    schema.setdefault("required", [])
+    return schema
+
+
+def _is_context(annotation: Any) -> bool:
+    return annotation is ToolContext
+
+
+def make_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: Effect = Effect.READ,
+    timeout_s: float = 10.0,
+    idempotent: bool | None = None,
+    cache_ttl_s: float | None = None,
+    identifiers: tuple[str, ...] | list[str] = (),
+    redact: tuple[str, ...] | list[str] = (),
+    check: DomainCheck | None = None,
+    resource_version: ResourceVersion | None = None,
+    max_result_chars: int | None = None,
+    tags: tuple[str, ...] | list[str] = (),
+) -> Tool:
+    """Build a ``Tool`` from a plain (sync or async) function's signature, hints and docstring."""
+    hints = get_type_hints(fn, include_extras=True)
+    doc_description, arg_docs = _parse_docstring(fn.__doc__ or "")
+    fields: dict[str, Any] = {}
+    found_identifiers = list(identifiers)
+    context_param = None
+    for pname, param in inspect.signature(fn).parameters.items():
+        annotation = hints.get(pname, Any)
+        if _is_context(annotation):
+            context_param = pname
+            continue
+        if get_origin(annotation) is Annotated and any(isinstance(m, Identifier) or m is Identifier
+                                                       for m in get_args(annotation)[1:]):
+            found_identifiers.append(pname)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
+    tool_name = name or fn.__name__
+    args_model = create_model(  # type: ignore[call-overload]
+        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields
+    )
+    read = effect is Effect.READ
+    return Tool(
+        name=tool_name,
+        description=description or doc_description or tool_name,
+        fn=fn,
+        effect=effect,
+        parameters=_strict_schema(args_model),
+        args_model=args_model,
+        timeout_s=timeout_s,
+        idempotent=read if idempotent is None else idempotent,
+        cache_ttl_s=(30.0 if read else 0.0) if cache_ttl_s is None else (cache_ttl_s if read else 0.0),
+        identifiers=tuple(dict.fromkeys(found_identifiers)),
+        redact=tuple(redact),
+        check=check,
+        resource_version=resource_version,
+        context_param=context_param,
+        is_async=inspect.iscoroutinefunction(fn),
+        max_result_chars=max_result_chars,
+        tags=frozenset(tags),
+    )
+
+
+@typing.overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@typing.overload
+def tool(*, name: str | None = ..., description: str | None = ..., effect: Effect = ...,
+         timeout_s: float = ..., idempotent: bool | None = ..., cache_ttl_s: float | None = ...,
+         identifiers: tuple[str, ...] | list[str] = ..., redact: tuple[str, ...] | list[str] = ...,
+         check: DomainCheck | None = ..., resource_version: ResourceVersion | None = ...,
+         max_result_chars: int | None = ...,
+         tags: tuple[str, ...] | list[str] = ...) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(fn: Callable[..., Any] | None = None, /, **options: Any) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Declare a tool: ``@tool`` or ``@tool(effect=Effect.WRITE, timeout_s=5)``.
+
+    The schema comes from type hints (``Annotated[int, Field(gt=0)]`` constraints included), the
+    description from the docstring's first paragraph, argument descriptions from its ``Args:``.
+    """
+    if fn is not None:
+        return make_tool(fn)
+    return lambda f: make_tool(f, **options)

@@ -1,0 +1,312 @@
+"""A workspace: a folder with ``toolcrib.toml``, its tools, documents, data, users and state.
+
+``Workspace.open(path)`` reads and checks the config; ``workspace.runner(...)`` assembles the model,
+the Gate (registry, policy, approvals, audit, envelopes, scanner) and the Runner from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import sqlite3
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from toolcrib.agent.runner import Limits, Runner, RunnerSettings
+from toolcrib.agent.runs import RunStore
+from toolcrib.config import WorkspaceConfig, load_config
+from toolcrib.errors import ConfigError
+from toolcrib.models.base import Model
+from toolcrib.models.registry import get_model
+from toolcrib.policy.policy import GroupPolicy, Rule
+from toolcrib.policy.principal import Principal
+from toolcrib.tools.gate import Gate, GateSettings
+from toolcrib.tools.registry import Registry
+from toolcrib.tools.tool import Tool
+from toolcrib.trace.tracer import JsonlExporter, Tracer
+
+CONFIG_NAME = "toolcrib.toml"
+WORKSPACE_ENV = "TOOLCRIB_WORKSPACE"
+HOME_ENV = "TOOLCRIB_HOME"
+DEMO_SOURCE = Path(__file__).parent / "demo" / "workspace"
+
+
+def data_home() -> Path:
+    """Where toolcrib keeps writable data: $TOOLCRIB_HOME, else $XDG_DATA_HOME/toolcrib."""
+    explicit = os.environ.get(HOME_ENV)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "toolcrib"
+
+
+def _tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def demo_workspace() -> Path:
+    """The shipped demo, copied to a writable place on first use (and again when the package changes it)."""
+    target = data_home() / "demo"
+    marker = target / ".toolcrib-demo-version"
+    version = _tree_digest(DEMO_SOURCE)
+    if marker.exists() and marker.read_text().strip() == version:
+        return target
+    staging = target.with_name("demo.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(DEMO_SOURCE, staging, ignore=shutil.ignore_patterns("__pycache__", ".toolcrib"))
+    old_state = target / ".toolcrib"
+    if old_state.exists():  # keep audit records and approvals across demo upgrades
+        shutil.move(str(old_state), staging / ".toolcrib")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    marker.write_text(version)
+    return target
+
+
+def resolve_workspace(path: str | Path | None) -> Path:
+    """Explicit path, else $TOOLCRIB_WORKSPACE, else the demo."""
+    chosen = path or os.environ.get(WORKSPACE_ENV)
+    if chosen:
+        root = Path(chosen).expanduser().resolve()
+        if root.is_file():
+            root = root.parent
+        if not (root / CONFIG_NAME).exists():
+            raise ConfigError(f"no {CONFIG_NAME} in {root}; pass --workspace PATH or set {WORKSPACE_ENV}",
+                              file=str(root / CONFIG_NAME))
+        return root
+    return demo_workspace()
+
+
+def _load_module(path: Path) -> Any:
+    name = "toolcrib_ws_" + hashlib.sha256(str(path).encode()).hexdigest()[:10] + "_" + path.stem
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError("cannot import this file as a Python module", file=str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise ConfigError(f"importing the tools module failed: {type(exc).__name__}: {exc}", file=str(path)) from None
+    return module
+
+
+@dataclass
+class Workspace:
+    root: Path
+    config: WorkspaceConfig
+    _tools: list[Tool] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, path: str | Path | None = None) -> Workspace:
+        root = resolve_workspace(path)
+        return cls(root, load_config(root / CONFIG_NAME))
+
+    @property
+    def config_file(self) -> str:
+        return str(self.root / CONFIG_NAME)
+
+    # -- places -----------------------------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / self.config.paths.state
+
+    @property
+    def traces_dir(self) -> Path:
+        return self.state_dir / "traces"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.state_dir / "index"
+
+    @property
+    def documents_dir(self) -> Path | None:
+        docs = self.config.data.documents
+        return self.root / docs if docs else None
+
+    @cached_property
+    def database(self) -> Path | None:
+        """The workspace's SQLite file, built from ``seed.sql`` beside it when missing."""
+        if not self.config.data.database:
+            return None
+        db = self.root / self.config.data.database
+        seed = db.with_name("seed.sql")
+        if not db.exists() and seed.exists():
+            tmp = db.with_suffix(".building")
+            tmp.unlink(missing_ok=True)
+            with sqlite3.connect(tmp) as conn:
+                conn.executescript(seed.read_text(encoding="utf-8"))
+            tmp.replace(db)
+        if not db.exists():
+            raise ConfigError(f"database file {db.name} does not exist", file=self.config_file, key="data.database")
+        return db
+
+    # -- users and policy -------------------------------------------------------------------------
+
+    def principal(self, user: str | None = None) -> Principal:
+        """The Principal for a configured user name (the session's identity, never the model's)."""
+        users = self.config.users
+        name = user or self.config.workspace.default_user or next(iter(users), None)
+        if name is None:
+            return Principal("local", groups=frozenset({"*"}))
+        if name not in users:
+            raise ConfigError(f"unknown user '{name}'; configured users: {', '.join(users)}", file=self.config_file,
+                              key="users")
+        u = users[name]
+        return Principal(name, tenant=u.tenant, groups=frozenset(u.groups), display_name=u.name or name)
+
+    def _rules(self) -> list[Rule]:
+        rules: list[Rule] = []
+        for ref in self.config.policy.rules:
+            file, _, func = ref.partition(":")
+            fn = getattr(_load_module(self.root / file), func, None)
+            if not callable(fn):
+                raise ConfigError(f"'{ref}' is not a callable 'FILE:FUNCTION'", file=self.config_file,
+                                  key="policy.rules")
+            rules.append(fn)
+        return rules
+
+    @cached_property
+    def policy(self) -> GroupPolicy:
+        cfg = self.config
+        if not cfg.groups:  # no groups configured: everyone gets every tool
+            return GroupPolicy({"*": ["*"]}, {}, self._rules(), version=cfg.policy.version)
+        return GroupPolicy({g: s.tools for g, s in cfg.groups.items()}, {g: s.approve for g, s in cfg.groups.items()},
+                           self._rules(), version=cfg.policy.version,
+                           separation_of_duties=cfg.policy.separation_of_duties)
+
+    # -- tools and resources ----------------------------------------------------------------------
+
+    @cached_property
+    def registry(self) -> Registry:
+        registry = Registry()
+        for module_path in self.config.tools.modules:
+            path = self.root / module_path
+            if not path.exists():
+                raise ConfigError(f"tools module {module_path} does not exist", file=self.config_file,
+                                  key="tools.modules")
+            for value in vars(_load_module(path)).values():
+                if isinstance(value, Tool):
+                    registry.add(value)
+        for name in self.config.tools.builtin:
+            registry.add(self._builtin_tool(name))
+        known = set(registry.names())
+        for group, section in self.config.groups.items():
+            for tool_name in [*section.tools, *section.approve]:
+                if tool_name != "*" and tool_name not in known:
+                    raise ConfigError(f"tool '{tool_name}' is not defined by any tools module or builtin",
+                                      file=self.config_file, key=f"groups.{group}")
+        return registry
+
+    def _builtin_tool(self, name: str) -> Tool:
+        if name == "sql_query":
+            from toolcrib.sql.tool import make_sql_query_tool
+
+            sql = self.resources.get("sql")
+            return make_sql_query_tool(sql.describe_schema() if sql is not None else "")
+        from toolcrib.retrieval.tool import make_vector_search_tool
+
+        return make_vector_search_tool()
+
+    @cached_property
+    def resources(self) -> dict[str, Any]:
+        """What tools can reach through ``ctx.resources``: the database, the SQL guard, the retriever."""
+        res: dict[str, Any] = {"workspace": self.root}
+        if self.config.data.database:
+            res["db"] = self.database
+        if "sql_query" in self.config.tools.builtin:
+            res["sql"] = self._sql()
+        if "vector_search" in self.config.tools.builtin:
+            res["retriever"] = _Lazy(self.retriever)
+        return res
+
+    def _sql(self) -> Any:
+        cfg = self.config.sql
+        if cfg.dsn:
+            from toolcrib.sql import PostgresReadOnly
+
+            return PostgresReadOnly(cfg.dsn, cfg.allowed_tables, row_cap=cfg.row_cap, timeout_s=cfg.timeout_s)
+        from toolcrib.sql import SQLiteReadOnly
+
+        if self.database is None:
+            raise ConfigError("sql_query needs data.database or sql.dsn", file=self.config_file, key="sql")
+        return SQLiteReadOnly(self.database, cfg.allowed_tables, row_cap=cfg.row_cap, timeout_s=cfg.timeout_s)
+
+    def retriever(self) -> Any:
+        from toolcrib.retrieval.workspace import open_retriever
+
+        return open_retriever(self)
+
+    # -- assembling a run -------------------------------------------------------------------------
+
+    def gate(self) -> Gate:
+        from toolcrib.policy.approvals import SQLiteApprovalStore
+        from toolcrib.policy.audit import SQLiteAuditStore
+        from toolcrib.policy.envelope import SafetyEnvelope
+        from toolcrib.policy.scanner import PatternScanner
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        envelopes = SafetyEnvelope.from_config(self.config.envelopes) if self.config.envelopes else {}
+        return Gate(self.registry, self.policy,
+                    settings=GateSettings(max_result_chars=self.config.tools.max_result_chars,
+                                          approval_ttl_s=self.config.policy.approval_ttl_s),
+                    approvals=self.approvals(), audit=SQLiteAuditStore(self.state_dir / "audit.sqlite"),
+                    envelopes=envelopes, scanner=PatternScanner())
+
+    def approvals(self) -> Any:
+        from toolcrib.policy.approvals import SQLiteApprovalStore
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        return SQLiteApprovalStore(self.state_dir / "approvals.sqlite")
+
+    def audit(self) -> Any:
+        from toolcrib.policy.audit import SQLiteAuditStore
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        return SQLiteAuditStore(self.state_dir / "audit.sqlite")
+
+    def model(self, spec: str | None = None) -> Model:
+        cfg = self.config.model
+        return get_model(spec or cfg.spec, cfg.settings)
+
+    def tracer_factory(self) -> Callable[[], Tracer]:
+        exporter = JsonlExporter(self.traces_dir)
+        return lambda: Tracer([exporter])
+
+    def runner(self, model: Model | None = None, *, mode: str | None = None) -> Runner:
+        cfg = self.config
+        lim = cfg.limits
+        settings = RunnerSettings(
+            mode=(mode or cfg.workspace.mode),  # type: ignore[arg-type]
+            limits=Limits(rounds=lim.rounds, tool_calls=lim.tool_calls, wall_s=lim.wall_s, tokens=lim.tokens),
+            require_evidence=cfg.workspace.require_evidence, name=cfg.workspace.name,
+            system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens)
+        return Runner(model or self.model(), self.gate(), settings, resources=self.resources,
+                      tracer_factory=self.tracer_factory(), runs=RunStore(self.state_dir / "runs"))
+
+
+class _Lazy:
+    """Builds a resource on first attribute access, so runs that never search never load an index."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._value: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._value is None:
+            self._value = self._factory()
+        return getattr(self._value, name)

@@ -1,0 +1,179 @@
+"""The embedded model: weights assembled from their parts, and real tool decisions by the 1.5B model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from toolcrib.errors import ModelUnavailable
+from toolcrib.models.base import Message, ToolCall, ToolSpec
+from toolcrib.models.local import LocalModel
+from toolcrib.models.weights import MODEL_SHA256, MODEL_SIZE, ensure_model_file
+
+ORDER_TOOL = ToolSpec(
+    name="get_order_status",
+    description="Look up the current status of a customer order by its order id.",
+    parameters={
+        "type": "object",
+        "properties": {"order_id": {"type": "string", "description": "The order id, e.g. as printed on the invoice"}},
+        "required": ["order_id"],
+        "additionalProperties": False,
+    },
+)
+PART_TOOL = ToolSpec(
+    name="lookup_part",
+    description="Look up a part in the catalogue by part number: name, price and stock.",
+    parameters={
+        "type": "object",
+        "properties": {"part_number": {"type": "string"}},
+        "required": ["part_number"],
+        "additionalProperties": False,
+    },
+)
+TOOLS = [ORDER_TOOL, PART_TOOL]
+
+
+def _fake_parts(tmp_path: Path) -> tuple[list[Path], str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    chunks = [b"GGUF" + bytes(range(256)) * 40, b"second part" * 500, b"tail"]
+    paths = []
+    for i, chunk in enumerate(chunks, start=1):
+        path = tmp_path / f"part{i:02d}.bin"
+        path.write_bytes(chunk)
+        paths.append(path)
+    return paths, hashlib.sha256(b"".join(chunks)).hexdigest()
+
+
+def test_parts_are_joined_once_and_then_reused(tmp_path: Path) -> None:
+    parts, digest = _fake_parts(tmp_path / "parts")
+    stages: list[tuple[str, int, int]] = []
+
+    path = ensure_model_file(lambda *p: stages.append(p), directory=tmp_path / "cache", parts=parts,
+                             sha256=digest, filename="fake.gguf")
+
+    assert path.read_bytes() == b"".join(p.read_bytes() for p in parts)
+    assert stages[-1] == ("assemble", path.stat().st_size, path.stat().st_size)
+    stages.clear()
+    again = ensure_model_file(lambda *p: stages.append(p), directory=tmp_path / "cache", parts=parts,
+                              sha256=digest, filename="fake.gguf")
+    assert again == path and stages == []  # no reassembly, no rehash
+    assert sorted(p.name for p in path.parent.iterdir()) == ["fake.gguf", "fake.gguf.sha256"]
+
+
+def test_corrupt_parts_raise_model_unavailable_and_leave_no_file(tmp_path: Path) -> None:
+    parts, digest = _fake_parts(tmp_path / "parts")
+    parts[1].write_bytes(b"bit rot" * 500)
+
+    with pytest.raises(ModelUnavailable, match="corrupt.*Reinstall"):
+        ensure_model_file(directory=tmp_path / "cache", parts=parts, sha256=digest, filename="fake.gguf")
+    assert list((tmp_path / "cache" / "models").iterdir()) == []
+
+
+def test_a_corrupt_cached_file_is_replaced_from_the_parts(tmp_path: Path) -> None:
+    parts, digest = _fake_parts(tmp_path / "parts")
+    path = ensure_model_file(directory=tmp_path / "cache", parts=parts, sha256=digest, filename="fake.gguf")
+    size = path.stat().st_size
+    path.write_bytes(b"x" * size)  # same size, wrong bytes, and no trusted marker any more
+    path.with_name("fake.gguf.sha256").unlink()
+
+    again = ensure_model_file(directory=tmp_path / "cache", parts=parts, sha256=digest, filename="fake.gguf")
+    assert hashlib.sha256(again.read_bytes()).hexdigest() == digest
+
+
+def test_a_missing_part_raises_model_unavailable(tmp_path: Path) -> None:
+    parts, digest = _fake_parts(tmp_path / "parts")
+    parts[2].unlink()
+    with pytest.raises(ModelUnavailable, match="missing"):
+        ensure_model_file(directory=tmp_path / "cache", parts=parts, sha256=digest, filename="fake.gguf")
+
+
+def test_a_missing_model_path_raises_model_unavailable(tmp_path: Path) -> None:
+    model = LocalModel.from_spec("", {"model_path": str(tmp_path / "nope.gguf")})
+    with pytest.raises(ModelUnavailable, match="model_path"):
+        model.complete([Message("user", "hi")])
+
+
+def test_a_file_that_is_not_gguf_raises_model_unavailable(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a model" * 100)
+    with pytest.raises(ModelUnavailable, match="not a valid GGUF"):
+        LocalModel.from_spec("", {"model_path": str(bogus)}).complete([Message("user", "hi")])
+
+
+# --- the real 1.5B model ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalModel:
+    pytest.importorskip("llama_cpp")
+    return LocalModel.from_spec("", {"n_threads": 2, "n_threads_batch": 2})
+
+
+def _only_call(reply_calls: tuple[ToolCall, ...]) -> ToolCall:
+    assert len(reply_calls) == 1, reply_calls
+    return reply_calls[0]
+
+
+@pytest.mark.slow
+def test_assembled_model_file_matches_the_pinned_hash() -> None:
+    path = ensure_model_file()
+    assert path.stat().st_size == MODEL_SIZE
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 24):
+            digest.update(chunk)
+    assert digest.hexdigest() == MODEL_SHA256
+
+
+@pytest.mark.slow
+def test_order_question_calls_get_order_status(model: LocalModel) -> None:
+    reply = model.complete([Message("user", "What's the status of order ORD-1001?")], TOOLS)
+    call = _only_call(reply.tool_calls)
+    assert (call.name, call.arguments) == ("get_order_status", {"order_id": "ORD-1001"})
+    assert call.id.startswith("call_")
+    assert reply.tokens_in > 0 and reply.tokens_out > 0 and reply.ms > 0
+
+
+@pytest.mark.slow
+def test_part_question_calls_lookup_part(model: LocalModel) -> None:
+    reply = model.complete([Message("user", "What does part HLV-2205 cost?")], TOOLS)
+    call = _only_call(reply.tool_calls)
+    assert (call.name, call.arguments) == ("lookup_part", {"part_number": "HLV-2205"})
+
+
+@pytest.mark.slow
+def test_small_talk_is_answered_directly(model: LocalModel) -> None:
+    reply = model.complete([Message("user", "What is 2+2? Answer directly")], TOOLS)
+    assert reply.tool_calls == ()
+    assert "4" in reply.text
+
+
+@pytest.mark.slow
+def test_tool_result_is_used_in_the_answer(model: LocalModel) -> None:
+    call = ToolCall(id="call_a", name="get_order_status", arguments={"order_id": "ORD-1001"})
+    result = {"ok": True, "order_id": "ORD-1001", "status": "shipped", "carrier": "DHL", "eta": "2026-11-20"}
+    messages = [
+        Message("user", "What's the status of order ORD-1001?"),
+        Message("assistant", tool_calls=(call,)),
+        Message("tool", json.dumps(result), tool_call_id="call_a"),
+    ]
+    reply = model.complete(messages, TOOLS)
+    assert reply.tool_calls == ()
+    assert "shipped" in reply.text.lower()
+
+
+@pytest.mark.slow
+def test_required_tool_choice_never_answers(model: LocalModel) -> None:
+    reply = model.complete([Message("user", "Hello there!")], TOOLS, tool_choice="required")
+    assert _only_call(reply.tool_calls).name in {"get_order_status", "lookup_part"}
+
+
+@pytest.mark.slow
+def test_without_tools_the_model_replies_in_plain_text(model: LocalModel) -> None:
+    reply = model.complete([Message("system", "Reply in one short sentence."),
+                            Message("user", "Name the capital of France.")], max_tokens=40)
+    assert reply.tool_calls == () and "Paris" in reply.text and not reply.text.lstrip().startswith("{")
