@@ -308,3 +308,16 @@ def test_real_llama_cpp_server_chat_completion(llama_server: str) -> None:
                               max_tokens=8, temperature=0.0)
     assert "pong" in done.text.lower()
     assert done.tokens_in > 0 and done.tokens_out > 0
+
+
+@pytest.mark.slow
+def test_real_llama_cpp_server_text_tool_call_is_recovered(llama_server: str) -> None:
+    # llama-cpp-python's server has no tool parser for this model: the call comes back as text
+    # (a fenced JSON object) and the backend turns it into a proposal.
+    model = OpenAIChatModel.from_spec("qwen2.5-coder-1.5b", {"base_url": llama_server, "timeout_s": 300})
+    with model:
+        done = model.complete([Message("system", "You are a parts assistant. Use tools when needed."),
+                               Message("user", "Is part BRK-220 in stock? Look it up.")],
+                              [LOOKUP], max_tokens=80, temperature=0.0)
+    assert [(c.name, c.arguments, c.parse_error) for c in done.tool_calls] == [
+        ("lookup_part", {"sku": "BRK-220"}, None)]

@@ -327,7 +327,7 @@ def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
 
 
 def _decision_schema_text(tools: list[ToolSpec], required: bool) -> str:
-    return json.dumps(_decision_schema(tools, required), sort_keys=True)
+    return json.dumps(_decision_schema(tools, required))  # key order matters: "tool" first
 
 
 def _sanitize(schema: Any) -> Any:

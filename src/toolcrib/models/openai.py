@@ -268,12 +268,13 @@ class OpenAIChatModel(Model):
         calls = [_parse_wire_call(raw) for raw in message.get("tool_calls") or [] if isinstance(raw, dict)]
         if not calls and tools_offered and text:
             text, calls = parse_text_tool_calls(text)
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        raw_usage = data.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         return Completion(
             text=text,
             tool_calls=tuple(calls),
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
+            tokens_in=_count(usage.get("prompt_tokens")),
+            tokens_out=_count(usage.get("completion_tokens")),
             ms=ms,
             model=str(data.get("model") or self.model),
         )
@@ -311,7 +312,8 @@ def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
 
 
 def _parse_wire_call(raw: dict[str, Any]) -> ToolCall:
-    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    raw_function = raw.get("function")
+    function: dict[str, Any] = raw_function if isinstance(raw_function, dict) else {}
     name = str(function.get("name") or "")
     call_id = str(raw.get("id") or new_call_id())
     arguments = function.get("arguments")
@@ -366,6 +368,10 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return (when - datetime.now(timezone.utc)).total_seconds()
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def _is_loopback(host: str) -> bool:

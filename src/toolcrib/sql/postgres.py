@@ -87,11 +87,16 @@ class PostgresReadOnly(ReadOnlySQL):
                     # stream(): the extended protocol (one statement only) and rows as they come,
                     # so a huge result is cut at the cap instead of being loaded.
                     rows: list[Any] = []
-                    for row in cursor.stream(sql, list(params), size=min(limit, 500)):
+                    columns: list[str] = []
+                    chunk = min(limit, 500) if pg.pq.version() >= 170000 else 1
+                    for row in cursor.stream(sql, list(params), size=chunk):
+                        if not rows:
+                            columns = [d.name for d in cursor.description or ()]
                         rows.append(row)
                         if len(rows) >= limit:
                             break
-                    columns = [d.name for d in cursor.description or ()]
+                    if not rows:
+                        columns = _describe(conn, sql)
                 return columns, rows
             except pg.Error as exc:
                 raise self._translate(exc) from None
@@ -184,6 +189,15 @@ class PostgresReadOnly(ReadOnlySQL):
         if state.startswith(("53", "54")):
             return ToolFailed("the query needs more resources than allowed")
         return ToolFailed("the query failed in the database")
+
+
+def _describe(conn: psycopg.Connection[Any], sql: str) -> list[str]:
+    """Column names of a statement that returned no rows (stream() keeps none for it)."""
+    pgconn = conn.pgconn
+    pgconn.prepare(b"", sql.encode())
+    described = pgconn.describe_prepared(b"")
+    names = [(described.fname(i) or b"").decode() for i in range(described.nfields)]
+    return names
 
 
 def provision_readonly_role(admin_dsn: str, role: str, allowed_tables: Iterable[str],

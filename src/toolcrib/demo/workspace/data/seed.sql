@@ -236,7 +236,7 @@ CREATE TABLE payroll (
 INSERT INTO payroll (employee_id, name, job_title, band, salary_eur) VALUES
     ('E-0107', 'Alice Moreno',    'Support agent',          'K2', 41500),
     ('E-0112', 'Hana Okafor',     'HR manager',             'K4', 68000),
-    ('E-0118', 'Liam Ó Briain',   'Lab technician',         'K2', 43800),
+    ('E-0118', 'Liam O''Brien',   'Lab technician',         'K2', 43800),
     ('E-0121', 'Ada Fitzgerald',  'IT and systems admin',   'K4', 71200),
     ('E-0130', 'Ciarán Walsh',    'Tier 3 support engineer','K3', 58900),
     ('E-0133', 'Sofia Lindgren',  'Purchasing lead',        'K3', 55400);
