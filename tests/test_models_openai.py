@@ -118,19 +118,20 @@ def test_plain_answer(server: FakeChatServer) -> None:
 def test_429_is_retried_after_retry_after(server: FakeChatServer) -> None:
     server.queue(error_reply(429, "Rate limit reached", code="rate_limit_exceeded", headers={"Retry-After": "0"}),
                  chat_reply(content="ok"))
-    with _model(server) as model:
+    model = _model(server)
+    with model:
         done = model.complete(ASK)
-        assert model.retries == 1
+    assert model.retries == 1
     assert done.text == "ok"
     assert len(server.requests) == 2
 
 
 def test_500s_give_up_after_bounded_retries(server: FakeChatServer) -> None:
     server.queue(*[error_reply(500, "The server had an error")] * 3, chat_reply(content="too late"))
-    with _model(server, max_retries=2) as model:
-        with pytest.raises(ModelUnavailable, match=r"HTTP 500 after 3 attempts"):
-            model.complete(ASK)
-        assert model.retries == 2
+    model = _model(server, max_retries=2)
+    with model, pytest.raises(ModelUnavailable, match=r"HTTP 500 after 3 attempts"):
+        model.complete(ASK)
+    assert model.retries == 2
     assert len(server.requests) == 3  # the scripted success was never reached
 
 

@@ -128,8 +128,8 @@ class FakeChatServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        port = self._httpd.server_address[1]
+        return f"http://127.0.0.1:{port}/v1"
 
     def queue(self, *replies: Reply) -> None:
         with self._lock:

@@ -167,7 +167,7 @@ class _SQLApprovalStore(ApprovalStore):
                     (*values.values(), proposal_id))
 
     def _pending_expired(self, row: Sequence[Any], now: float) -> bool:
-        return row[11] == "pending" and now >= row[8] + self.pending_ttl_s
+        return bool(row[11] == "pending" and now >= row[8] + self.pending_ttl_s)
 
     def propose(
         self,

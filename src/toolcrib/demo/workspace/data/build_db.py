@@ -59,5 +59,6 @@ def build_database(target: Path, *, seed: Path = SEED, reset: bool = False) -> P
 if __name__ == "__main__":
     import sys
 
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("demo.sqlite")
-    print(build_database(out, reset="--reset" in sys.argv))
+    args = [a for a in sys.argv[1:] if a != "--reset"]
+    out = Path(args[0]) if args else Path(__file__).with_name("demo.sqlite")
+    print(build_database(out, reset="--reset" in sys.argv[1:]))

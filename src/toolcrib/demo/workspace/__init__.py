@@ -1,0 +1,1 @@
+"""The demo workspace folder (a package only so its database builder can be imported)."""
