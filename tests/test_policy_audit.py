@@ -58,9 +58,9 @@ def _raw(backend: Backend, sql: str) -> None:
     else:
         import psycopg
 
-        with psycopg.connect(target, autocommit=True) as conn:
-            conn.execute(f'SET search_path TO "{schema}"')
-            conn.execute(sql)  # type: ignore[arg-type]
+        with psycopg.connect(target, autocommit=True) as pg:
+            pg.execute(f'SET search_path TO "{schema}"')
+            pg.execute(sql)
 
 
 def _fill(store: AuditStore, n: int = 5) -> None:

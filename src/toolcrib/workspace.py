@@ -254,18 +254,16 @@ class Workspace:
     # -- assembling a run -------------------------------------------------------------------------
 
     def gate(self) -> Gate:
-        from toolcrib.policy.approvals import SQLiteApprovalStore
-        from toolcrib.policy.audit import SQLiteAuditStore
         from toolcrib.policy.envelope import SafetyEnvelope
         from toolcrib.policy.scanner import PatternScanner
 
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        envelopes = SafetyEnvelope.from_config(self.config.envelopes) if self.config.envelopes else {}
+        envelope = (SafetyEnvelope.from_config(self.config.envelopes, file=self.config_file)
+                    if self.config.envelopes else None)
         return Gate(self.registry, self.policy,
                     settings=GateSettings(max_result_chars=self.config.tools.max_result_chars,
                                           approval_ttl_s=self.config.policy.approval_ttl_s),
-                    approvals=self.approvals(), audit=SQLiteAuditStore(self.state_dir / "audit.sqlite"),
-                    envelopes=envelopes, scanner=PatternScanner())
+                    approvals=self.approvals(), audit=self.audit(),
+                    envelope=envelope, scanner=PatternScanner())
 
     def approvals(self) -> Any:
         from toolcrib.policy.approvals import SQLiteApprovalStore

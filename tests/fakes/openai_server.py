@@ -84,6 +84,7 @@ class FakeChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet test output
                 pass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none", "required"]
@@ -87,7 +87,7 @@ class Model(ABC):
     def close(self) -> None:
         """Release resources (connections, loaded weights). Default: nothing to release."""
 
-    def __enter__(self) -> Model:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -44,10 +44,11 @@ ALLOW_NETWORK: bool = True
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _OPENAI_HOST = "api.openai.com"
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))
-_RETRYABLE_TRANSPORT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError,
-                        httpx.ReadError, httpx.WriteError, httpx.PoolTimeout)
+# Timeouts are handled apart: a connect timeout is retried, a read timeout is not (the server may
+# still be generating, and a retry would double the wait).
+_RETRYABLE_TRANSPORT = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 _MAX_WAIT_S = 60.0
-_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_\-*]{4,}|Bearer\s+\S+)")
+_SECRETISH = re.compile(r"(\bsk-[A-Za-z0-9_\-*]{4,}|Bearer\s+\S+)")
 
 
 def ensure_network_allowed(url: str | httpx.URL) -> None:

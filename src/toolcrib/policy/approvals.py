@@ -454,7 +454,7 @@ CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (stat
 """
 
 
-class PostgresConnection:
+class _PostgresConnection:
     """One psycopg 3 connection per store and process, optionally pinned to a schema."""
 
     def __init__(self, dsn: str, schema: str | None, what: str) -> None:
@@ -527,7 +527,7 @@ class PostgresApprovalStore(_SQLApprovalStore):
         pending_ttl_s: float = 86_400.0,
     ) -> None:
         super().__init__(clock=clock, pending_ttl_s=pending_ttl_s)
-        self._db = PostgresConnection(dsn, schema, "approval store")
+        self._db = _PostgresConnection(dsn, schema, "approval store")
         self._db.migrate([s for s in _POSTGRES_SCHEMA.split(";") if s.strip()])
 
     def _tx(self, write: bool = True) -> Any:

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from toolcrib.policy.approvals import PostgresConnection, _sqlite_connect
+from toolcrib.policy.approvals import _PostgresConnection, _sqlite_connect
 from toolcrib.policy.canonical import canonical_json, sha256_hex
 
 EVENTS = frozenset({
@@ -290,7 +290,7 @@ class PostgresAuditStore(_SQLAuditStore):
     def __init__(self, dsn: str, *, schema: str | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         super().__init__(clock)
-        self._db = PostgresConnection(dsn, schema, "audit store")
+        self._db = _PostgresConnection(dsn, schema, "audit store")
         self._db.migrate(_POSTGRES_SCHEMA)
 
     @contextmanager

@@ -93,3 +93,8 @@ class ApprovalRefused(NotPermitted):
     def __init__(self, reason: RefusalReason, message: str | None = None) -> None:
         super().__init__(message or _REFUSAL_MESSAGES[reason])
         self.reason: RefusalReason = reason
+
+    def to_result(self) -> dict[str, Any]:
+        result = super().to_result()
+        result["error"]["reason"] = self.reason
+        return result

@@ -22,7 +22,7 @@ DENIED_FUNCTIONS: frozenset[str] = frozenset({
     # PostgreSQL: settings, files, network identity, sequences, queries passed as text
     "set_config", "current_setting", "dblink", "inet_server_addr", "inet_server_port",
     "inet_client_addr", "inet_client_port", "nextval", "setval", "currval", "lastval",
-    "ts_stat", "ts_rewrite", "version", "current_version", "txid_current",
+    "ts_stat", "ts_rewrite", "txid_current",
 })
 DENIED_PREFIXES: tuple[str, ...] = (
     "pg_", "lo_", "dblink_", "copy", "pragma_", "query_to_", "table_to_", "schema_to_",
@@ -113,14 +113,16 @@ def _parse_one_select(sql: str, dialect: str) -> exp.Expression:
     return tree
 
 
-def _kind(node: exp.Expression) -> str:
+def _kind(node: object) -> str:
     if isinstance(node, exp.Into):
         return "SELECT ... INTO"
     if isinstance(node, exp.Lock):
         return "FOR UPDATE/SHARE"
     if isinstance(node, exp.Command):
         return str(node.this).split()[0].upper() if node.this else "a command"
-    return node.key.upper()
+    if isinstance(node, (exp.Alias, exp.Column, exp.Identifier)):  # an unknown leading keyword
+        return node.sql().split()[0].upper() if node.sql() else "an unknown statement"
+    return str(getattr(node, "key", "statement")).upper()
 
 
 def function_names(node: exp.Func) -> set[str]:
@@ -137,12 +139,12 @@ def _refuse_functions(tree: exp.Expression) -> None:
                 raise NotPermitted(f"function {name} is not allowed")
 
 
-def _visible_ctes(table: exp.Table, dialect: str) -> set[str]:
+def _visible_ctes(table: exp.Expression, dialect: str) -> set[str]:
     """CTE names a table reference can mean, by SQL scoping: a CTE body sees earlier CTEs of its
     WITH, and itself only when recursive (SQLite treats any self-reference as recursive)."""
     names: set[str] = set()
-    prev: exp.Expression = table
-    passed: exp.Expression | None = None
+    prev: object = table
+    passed: object = None
     node = table.parent
     while node is not None:
         if isinstance(node, exp.With):
@@ -173,6 +175,19 @@ def _ident(node: exp.Expression | None, dialect: str) -> str:
     return fold_name(node.name, quoted=False, dialect=dialect) if node is not None else ""
 
 
+def _table_refs(tree: exp.Expression) -> list[tuple[exp.Expression, exp.Expression | None, exp.Expression | None, exp.Expression]]:
+    """(name, schema, catalog, node) for every stored-table reference, including SQLite's
+    ``x IN tablename`` form, which sqlglot reads as a column."""
+    refs: list[tuple[exp.Expression, exp.Expression | None, exp.Expression | None, exp.Expression]] = []
+    for table in tree.find_all(exp.Table):
+        refs.append((table.this, table.args.get("db"), table.args.get("catalog"), table))
+    for in_ in tree.find_all(exp.In):
+        field = in_.args.get("field")
+        if isinstance(field, exp.Column):
+            refs.append((field.this, field.args.get("table"), field.args.get("db"), field))
+    return refs
+
+
 def _base_tables(
     tree: exp.Expression,
     allowed: frozenset[str],
@@ -182,22 +197,22 @@ def _base_tables(
     seen: tuple[str, ...],
 ) -> set[str]:
     tables: set[str] = set()
-    for table in tree.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier):
+    for this, db_node, catalog_node, node in _table_refs(tree):
+        if not isinstance(this, exp.Identifier):
             if dialect == "sqlite":  # eponymous virtual tables (json_each, dbstat) are not data
-                shown = table.this.name or table.this.key
+                shown = this.sql(dialect="sqlite").split("(")[0].lower()
                 raise NotPermitted(f"table-valued function {shown} is not available")
             continue  # a set-returning function: its name went through the function check
-        name = _ident(table.this, dialect)
-        db = _ident(table.args.get("db"), dialect)
-        catalog = _ident(table.args.get("catalog"), dialect)
+        name = _ident(this, dialect)
+        db = _ident(db_node, dialect)
+        catalog = _ident(catalog_node, dialect)
         if catalog or (db and db not in qualifiers):
-            shown = ".".join(p for p in (catalog, db, table.name) if p)
+            shown = ".".join(p for p in (catalog, db, this.name) if p)
             raise NotPermitted(f"table {shown} is not available")
-        if not db and name in _visible_ctes(table, dialect):
+        if not db and name in _visible_ctes(node, dialect):
             continue
         if name not in allowed:
-            raise NotPermitted(f"table {table.name} is not available")
+            raise NotPermitted(f"table {this.name} is not available")
         tables.add(name)
         if name in views:
             tables |= _view_tables(name, allowed, views, qualifiers, dialect, seen)

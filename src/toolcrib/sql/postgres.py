@@ -107,6 +107,8 @@ class PostgresReadOnly(ReadOnlySQL):
         try:
             conn.rollback()  # never commit: nothing a query did may last
         except Exception:
+            pass
+        if conn.broken or conn.closed:
             conn.close()
             self._conn = None
 
@@ -143,14 +145,17 @@ class PostgresReadOnly(ReadOnlySQL):
     # -- errors --------------------------------------------------------------------------------
     def _translate(self, exc: Exception) -> ModelFacingError:
         """A short, safe message by SQLSTATE; the raw error only goes to the log."""
-        pg = _psycopg()
         state: str = getattr(exc, "sqlstate", None) or ""
         diag = getattr(exc, "diag", None)
         primary = str(getattr(diag, "message_primary", "") or "")
         log.info("postgres query refused or failed: sqlstate=%s %s", state, primary)
-        if isinstance(exc, pg.OperationalError) and not state.startswith(("57014", "25", "42")):
-            self._conn = None
+        pg = _psycopg()
+        if isinstance(exc, (pg.OperationalError, pg.InterfaceError)) and (
+                not state or state.startswith(("08", "57P"))):
             return ToolFailed("the database is unavailable")
+        if not state:  # refused by the driver before the server saw it
+            return InvalidArguments("the query could not be run as given (only one SELECT with "
+                                    f"its params; {self.placeholder_hint})")
         if state == "57014":
             return ToolTimeout(f"statement timed out after {self.timeout_s:g}s")
         if state == "55P03":

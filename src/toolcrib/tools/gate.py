@@ -70,7 +70,7 @@ class Gate:
         cache: ResultCache | None = None,
         approvals: ApprovalStore | None = None,
         audit: AuditStore | None = None,
-        envelopes: Mapping[str, SafetyEnvelope] | None = None,
+        envelope: SafetyEnvelope | None = None,
         scanner: Scanner | None = None,
     ) -> None:
         self.registry = registry
@@ -79,7 +79,7 @@ class Gate:
         self.cache = cache if cache is not None else ResultCache()
         self.approvals = approvals
         self.audit = audit
-        self.envelopes = dict(envelopes or {})
+        self.envelope = envelope
         self.scanner = scanner
 
     # -- the checks, in order ---------------------------------------------------------------------
@@ -105,8 +105,8 @@ class Gate:
         decision = self.policy.authorize(principal, tool, values)
         if not decision.allowed:
             raise NotPermitted(decision.reason or f"{tool.name} is not permitted")
-        if tool.effect is not Effect.READ and tool.name in self.envelopes:
-            self.envelopes[tool.name].check(tool.name, values)
+        if tool.effect is not Effect.READ and self.envelope is not None and self.envelope.applies_to(tool.name):
+            self.envelope.check(tool.name, values)  # code checks the set point before any person is asked
         return tool, values
 
     async def run(self, call: ToolCall, cctx: CallContext, *, proposal_id: str | None = None) -> CallOutcome:
@@ -191,6 +191,9 @@ class Gate:
             return CallOutcome(call, "approval_required", payload, effect=tool.effect.value, proposal_id=proposal.id)
         from toolcrib.policy.proposals import proposal_hash
 
+        proposal = self.approvals.get(proposal_id)
+        if proposal is None or proposal.tenant != principal.tenant or proposal.requester != principal.user_id:
+            raise NotPermitted(f"proposal {proposal_id} is not one of your proposals")
         stored = self.approvals.outcome(proposal_id)
         if stored is not None:  # a duplicated resume: report the recorded outcome, run nothing again
             status, result = stored

@@ -39,7 +39,7 @@ def _connect(ctx: ToolContext, *, write: bool = False) -> Iterator[sqlite3.Conne
         raise ConfigError("the demo tools need the database path in ToolContext.resources['db']",
                           key="data.database")
     uri = Path(db).resolve().as_uri() + ("?mode=rw" if write else "?mode=ro")
-    conn = sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None if write else "")
+    conn = sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None)  # transactions are explicit
     conn.row_factory = sqlite3.Row
     try:
         if write:

@@ -1,0 +1,160 @@
+"""The command line on the shipped demo workspace, driven by scripted model files.
+
+Each failure mode from the function-calling page is reproduced with `toolcrib ask --model scripted:FILE`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from toolcrib.cli import main
+from toolcrib.workspace import DEMO_SOURCE
+
+
+@pytest.fixture()
+def ws(tmp_path: Path) -> Path:
+    """A private copy of the demo workspace, so writes in one test never leak into another."""
+    target = tmp_path / "demo"
+    shutil.copytree(DEMO_SOURCE, target, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
+    return target
+
+
+def script(tmp_path: Path, replies: list[Any]) -> str:
+    path = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.yaml"
+    path.write_text(yaml.safe_dump(replies), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def toolcrib(*args: str, code: int = 0) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def ask_json(ws: Path, question: str, model: str, *extra: str) -> dict[str, Any]:
+    out = toolcrib("ask", question, "--model", model, "--workspace", str(ws), "--json", *extra)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def test_order_status_answer_cites_the_tool_result(ws: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, [call("get_order_status", order_id="ORD-1001"),
+                              "Order ORD-1001 has shipped [get_order_status#1]."])
+    answer = ask_json(ws, "What's the status of order ORD-1001?", model)
+    assert "shipped" in answer["text"]
+    assert answer["citations"][0]["id"] == "get_order_status#1"
+    assert "shipped" in answer["citations"][0]["snippet"]
+    assert answer["executed"][0]["name"] == "get_order_status" and answer["abstained"] is False
+    assert answer["trace_id"]
+
+
+def test_nonexistent_part_is_reported_not_found_with_no_invented_price(ws: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, [call("lookup_part", part_number="HLV-9999"),
+                              "There is no part HLV-9999 in the parts list [lookup_part#1]."])
+    answer = ask_json(ws, "What does part HLV-9999 cost?", model)
+    assert '"found": false' in answer["citations"][0]["snippet"]
+    assert "$" not in answer["text"]
+
+
+def test_an_invented_part_number_is_rejected_before_the_tool_runs(ws: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, [call("lookup_part", part_number="HLV-2205"), "It costs $52.00."])
+    answer = ask_json(ws, "What does the high-voltage lead cost?", model)
+    assert answer["refused"][0]["error"]["code"] == "ungrounded_argument"
+    assert answer["abstained"] is True and "$52" not in answer["text"]
+
+
+def test_two_calls_in_one_turn_the_extra_one_is_dropped_and_traced(ws: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, [{"tool_calls": [{"name": "lookup_part", "arguments": {"part_number": "HLV-2205"}},
+                                              {"name": "lookup_stock", "arguments": {"part_number": "HLV-2205"}}]},
+                              "HLV-2205 costs $52.00 [lookup_part#1]."])
+    answer = ask_json(ws, "What does part HLV-2205 cost, and is it in stock?", model)
+    assert [c["name"] for c in answer["executed"]] == ["lookup_part"]
+    assert answer["refused"] == [{"id": "call_1_2", "name": "lookup_stock", "arguments": {"part_number": "HLV-2205"},
+                                  "status": "dropped", "error": {"code": "dropped", "message":
+                                  "single-call mode runs only the first proposed call"}}]
+    timeline = toolcrib("trace", answer["trace_id"], "--workspace", str(ws))
+    assert "Dropped extra call: lookup_stock" in timeline
+
+
+def stock_of(ws: Path, part: str) -> int:
+    out = toolcrib("sql", "SELECT available FROM stock WHERE part_number = ?", "--param", part,
+                   "--workspace", str(ws), "--json")
+    return int(json.loads(out)["data"]["rows"][0][0])
+
+
+def test_an_injected_instruction_in_a_tool_result_does_not_change_which_tools_run(ws: Path, tmp_path: Path) -> None:
+    # a model that obeys an injected instruction can only propose; the write is held, not run
+    model = script(tmp_path, [call("sql_query", query="SELECT part_number, name FROM parts WHERE part_number = 'F2'"),
+                              call("reserve_stock", part_number="F2", quantity=5),
+                              "F2 is the filter cartridge [sql_query#1]."])
+    before = stock_of(ws, "F2")
+    answer = ask_json(ws, "What is part F2?", model, "--mode", "loop")
+    assert stock_of(ws, "F2") == before == 5
+    assert answer["outcome"] == "paused" and answer["pending"][0]["name"] == "reserve_stock"
+
+
+def test_a_tool_that_is_down_does_not_end_the_run(tmp_path: Path) -> None:
+    work = tmp_path / "ws"
+    toolcrib("init", str(work))
+    (work / "tools.py").write_text('''
+from toolcrib import tool
+
+@tool
+def echo_time() -> dict:
+    """Return the current time (its upstream clock service is down)."""
+    raise ConnectionError("clock service down")
+''', encoding="utf-8")
+    model = script(tmp_path, [call("echo_time"), "I could not reach the clock service, so I can't tell the time."])
+    answer = ask_json(work, "What time is it?", model, "--mode", "loop")
+    assert answer["executed"][0]["status"] == "error"
+    assert answer["executed"][0]["error"]["code"] == "tool_failed"
+    assert "clock service down" not in json.dumps(answer)
+
+
+def test_tools_are_listed_per_user_with_their_effect(ws: Path) -> None:
+    alice = toolcrib("tools", "--workspace", str(ws), "--user", "alice")
+    liam = toolcrib("tools", "--workspace", str(ws), "--user", "liam")
+    assert "live_read_temperature" not in alice and "reserve_stock" in alice and "WRITE" in alice
+    assert "live_read_temperature" in liam and "ACTUATE" in liam
+
+
+def test_a_broken_config_names_the_file_and_the_key(tmp_path: Path) -> None:
+    work = tmp_path / "broken"
+    toolcrib("init", str(work))
+    config = work / "toolcrib.toml"
+    config.write_text(config.read_text().replace("rounds = 5", "rounds = 0"), encoding="utf-8")
+    result = CliRunner().invoke(main, ["tools", "--workspace", str(work)])
+    assert result.exit_code == 2
+    assert "toolcrib.toml" in result.output and "limits.rounds" in result.output and "greater than 0" in result.output
+    assert "Traceback" not in result.output
+    config.write_text("[model\nspec=", encoding="utf-8")
+    result = CliRunner().invoke(main, ["tools", "--workspace", str(work)])
+    assert result.exit_code == 2 and "not valid TOML" in result.output
+
+
+def test_unknown_user_and_missing_scripted_file_are_clear_errors(ws: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["tools", "--workspace", str(ws), "--user", "mallory"])
+    assert result.exit_code == 2 and "unknown user 'mallory'" in result.output
+    result = CliRunner().invoke(main, ["ask", "hi", "--workspace", str(ws), "--model", f"scripted:{tmp_path}/nope.yaml"])
+    assert result.exit_code == 2 and "cannot read scripted replies" in result.output
+
+
+def test_console_script_runs_as_a_real_process(ws: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, [call("lookup_part", part_number="HLV-2205"), "HLV-2205 costs $52.00 [lookup_part#1]."])
+    exe = Path(sys.executable).with_name("toolcrib")
+    out = subprocess.run([str(exe), "ask", "What does part HLV-2205 cost?", "--model", model, "--workspace", str(ws)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "$52.00" in out.stdout and "lookup_part#1" in out.stdout
