@@ -112,3 +112,16 @@ def test_parts_list_prices_match_the_database(tmp_path: Path) -> None:
     with sqlite3.connect(build_database(tmp_path / "demo.sqlite")) as conn:
         stored = dict(conn.execute("SELECT part_number, price_usd FROM parts").fetchall())
     assert listed == stored and listed["HLV-2205"] == 52.00
+
+
+def test_the_retrieval_loader_reads_every_document() -> None:
+    from toolcrib.retrieval.loaders import load_documents
+
+    result = load_documents([DOCS])
+    assert not result.skipped
+    loaded = {d.meta.doc_id: d.meta for d in result.documents}
+    assert set(loaded) == {m["doc_id"] for m in META.values()}
+    assert loaded["hr-pay-and-conduct"].access == ("hr",)
+    assert loaded["returns-policy-v1"].family == loaded["returns-policy-v2"].family == "returns-policy"
+    faq = next(d for d in result.documents if d.meta.doc_id == "supplier-faq")
+    assert any("Ignore previous instructions" in b.text for b in faq.blocks)

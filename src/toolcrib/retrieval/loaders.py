@@ -212,6 +212,9 @@ def _parse_markdown(raw: bytes) -> tuple[dict[str, Any], list[Block], str]:
 _NUMBERED_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+[A-Z(].{0,70}$")
 
 
+_CLAUSE_START = re.compile(r"^\s*\d+(?:\.\d+)+\.?\s+\S")
+
+
 def _heading_level(line: str) -> int:
     """A short numbered line with no closing punctuation reads as a heading: ``8.3 Late delivery``."""
     stripped = line.strip()
@@ -354,6 +357,9 @@ def _parse_pdf(raw: bytes) -> tuple[dict[str, Any], list[Block], str]:
                         paragraph = []
                     blocks.append(Block("heading", line.strip(), level=level, page=number))
                 elif line.strip():
+                    if paragraph and _CLAUSE_START.match(line):  # "8.3 For each ..." starts a clause
+                        blocks.append(Block("paragraph", " ".join(paragraph), page=number))
+                        paragraph = []
                     paragraph.append(line.strip())
             if paragraph:
                 blocks.append(Block("paragraph", " ".join(paragraph), page=number))

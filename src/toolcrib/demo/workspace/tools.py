@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from toolcrib import Effect, Identifier, ToolContext, tool
 from toolcrib.errors import ConfigError, InvalidArguments, NotPermitted
-from toolcrib.tools.tool import Effect, Identifier, ToolContext, tool
 
 Result = dict[str, Any]
 
@@ -101,7 +101,30 @@ def lookup_stock(part_number: Annotated[str, Identifier()], ctx: ToolContext) ->
     return {"found": True, **dict(row)}
 
 
-@tool(effect=Effect.WRITE)
+def _row_version(ctx: ToolContext, sql: str, key: str) -> str:
+    """The current state of the row a write would change, for binding approvals to it."""
+    with _connect(ctx) as conn:
+        row = conn.execute(sql, (_norm(key),)).fetchone()
+    return "missing" if row is None else "|".join(str(v) for v in tuple(row))
+
+
+def _stock_version(values: dict[str, Any], ctx: ToolContext) -> str:
+    return _row_version(ctx, "SELECT available FROM stock WHERE part_number = ?", values["part_number"])
+
+
+def _catalog_version(values: dict[str, Any], ctx: ToolContext) -> str:
+    return _row_version(ctx, "SELECT copies_available FROM catalog WHERE book_id = ?", values["book_id"])
+
+
+def _event_version(values: dict[str, Any], ctx: ToolContext) -> str:
+    return _row_version(ctx, "SELECT version FROM calendar_events WHERE event_id = ?", values["event_id"])
+
+
+def _supply_version(values: dict[str, Any], ctx: ToolContext) -> str:
+    return _row_version(ctx, "SELECT volts, output FROM supply_setpoints WHERE channel = ?", values["channel"])
+
+
+@tool(effect=Effect.WRITE, resource_version=_stock_version)
 def reserve_stock(part_number: Annotated[str, Identifier()],
                   quantity: Annotated[int, Field(gt=0, le=1000)], ctx: ToolContext) -> Result:
     """Reserve units of a part from warehouse stock for the signed-in user (changes inventory).
@@ -176,7 +199,7 @@ def search_catalog(ctx: ToolContext, title: str = "", author: str = "") -> Resul
     return {"found": bool(rows), "count": len(rows), "books": [dict(r) for r in rows]}
 
 
-@tool(effect=Effect.WRITE)
+@tool(effect=Effect.WRITE, resource_version=_catalog_version)
 def place_hold(book_id: Annotated[str, Identifier()], patron: str, ctx: ToolContext) -> Result:
     """Place a hold on a library book for a patron (changes the library's records).
 
@@ -264,7 +287,7 @@ def _check_supply(values: dict[str, Any], ctx: ToolContext) -> None:
                                f"not {values['volts']} V (KB-400 manual, section 4)")
 
 
-@tool(effect=Effect.ACTUATE, timeout_s=5.0, check=_check_supply)
+@tool(effect=Effect.ACTUATE, timeout_s=5.0, check=_check_supply, resource_version=_supply_version)
 def set_supply_voltage(channel: Annotated[str, Identifier()],
                        volts: Annotated[float, Field(ge=0, le=30)], ctx: ToolContext) -> Result:
     """Set a KB-400 bench supply channel to a voltage and switch its output on (energizes the rig).
@@ -334,7 +357,7 @@ def draft_calendar_change(event_id: Annotated[str, Identifier()], new_start: str
             "changes": changes, "version": row["version"], "applied": False}
 
 
-@tool(effect=Effect.WRITE, check=_check_times)
+@tool(effect=Effect.WRITE, check=_check_times, resource_version=_event_version)
 def apply_calendar_change(event_id: Annotated[str, Identifier()], new_start: str, new_end: str,
                           expected_version: int, ctx: ToolContext) -> Result:
     """Move a calendar event to new times (changes the calendar), after draft_calendar_change.

@@ -1,0 +1,167 @@
+"""Monitoring from production traces: per day and per tool, how the model's decisions ended.
+
+A model decision ends in a tool call or a direct answer. On unchanged traffic the share that ends
+in a tool call should stay steady; when it falls, the model has stopped recognising that a tool
+fits, which is the usual sign of a stale or misleading tool description (or a changed prompt).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from toolcrib.trace.tracer import load_trace
+
+FALLING_RATE_EXPLANATION = (
+    "The share of model decisions that end in a tool call fell. On unchanged traffic this is the sign "
+    "of a stale tool description: the model no longer sees that a tool fits the question and answers "
+    "directly (or abstains) instead. Compare the tool descriptions and prompts with the last good run "
+    "(`toolcrib eval compare`), and re-run `toolcrib eval` on the demo or your own question set.")
+
+
+@dataclass
+class _Day:
+    runs: int = 0
+    decisions: int = 0
+    tool_decisions: int = 0
+    direct: int = 0
+    refusals: int = 0
+    held: int = 0
+    approved: int = 0
+    errors: int = 0
+    abstained: int = 0
+    latency_ms: list[float] = field(default_factory=list)
+
+
+@dataclass
+class _ToolStats:
+    proposed: int = 0
+    ran: int = 0
+    refused: int = 0
+    held: int = 0
+    approved: int = 0
+    errors: int = 0
+
+
+def _parse_at(value: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _after_colon(title: str) -> str:
+    return title.split(":", 1)[1].strip() if ":" in title else ""
+
+
+def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date | None = None) -> dict[str, Any]:
+    """Per-day and per-tool statistics over JSONL traces, with a falling tool-call-rate flag."""
+    today = today or date.today()
+    since = today - timedelta(days=days - 1) if days else None
+    per_day: dict[str, _Day] = defaultdict(_Day)
+    per_tool: dict[str, _ToolStats] = defaultdict(_ToolStats)
+    skipped = 0
+    for path in trace_files:
+        try:
+            steps = load_trace(path)
+        except (OSError, ValueError):
+            skipped += 1
+            continue
+        if not steps:
+            continue
+        start, end = _parse_at(steps[0].get("at", "")), _parse_at(steps[-1].get("at", ""))
+        if start is None:
+            skipped += 1
+            continue
+        if since and start.date() < since:
+            continue
+        day = per_day[start.date().isoformat()]
+        day.runs += 1
+        if end is not None:
+            day.latency_ms.append((end - start).total_seconds() * 1000)
+        for s in steps:
+            kind, by, title = s.get("kind"), s.get("decided_by"), str(s.get("title", ""))
+            if kind == "model" and by == "model":
+                day.decisions += 1
+                if isinstance(s.get("detail"), list) and s["detail"]:
+                    day.tool_decisions += 1
+                    for call in s["detail"]:
+                        if isinstance(call, dict) and call.get("name"):
+                            per_tool[str(call["name"])].proposed += 1
+                else:
+                    day.direct += 1
+            elif kind == "tool" and title.startswith("Run tool:"):
+                per_tool[_after_colon(title)].ran += 1
+            elif kind == "policy" and title.startswith("Refused "):
+                day.refusals += 1
+                per_tool[title.removeprefix("Refused ").split(":", 1)[0].strip()].refused += 1
+            elif kind == "policy" and title.startswith("Held for approval"):
+                day.held += 1
+                per_tool[_after_colon(title)].held += 1
+            elif kind == "human" and title.startswith("Approved by"):
+                day.approved += 1
+                per_tool[_after_colon(title)].approved += 1
+            elif title.startswith("Tool raised"):
+                day.errors += 1
+                per_tool[_after_colon(title)].errors += 1
+            elif kind == "code" and title.startswith("Final answer (abstained"):
+                day.abstained += 1
+    days_out = []
+    for key in sorted(per_day):
+        d = per_day[key]
+        days_out.append({
+            "day": key, "runs": d.runs, "decisions": d.decisions, "tool_calls": d.tool_decisions,
+            "direct_answers": d.direct, "tool_call_rate": round(d.tool_decisions / d.decisions, 4) if d.decisions else None,
+            "refusals": d.refusals, "held_for_approval": d.held, "approved": d.approved, "errors": d.errors,
+            "abstained": d.abstained,
+            "latency_ms_p50": round(statistics.median(d.latency_ms), 1) if d.latency_ms else None,
+            "latency_ms_max": round(max(d.latency_ms), 1) if d.latency_ms else None})
+    return {"days": days_out, "tools": {name: vars(t) for name, t in sorted(per_tool.items())},
+            "falling_tool_call_rate": falling_rate(days_out), "unreadable_traces": skipped,
+            "explanation": FALLING_RATE_EXPLANATION}
+
+
+def falling_rate(days: list[dict[str, Any]], *, min_decisions: int = 10, drop: float = 0.15) -> dict[str, Any] | None:
+    """Flag when the latest day's tool-call rate is ``drop`` below the mean of the days before it."""
+    rated = [d for d in days if d["tool_call_rate"] is not None and d["decisions"] >= min_decisions]
+    if len(rated) < 2:
+        return None
+    latest, earlier = rated[-1], rated[:-1]
+    baseline = statistics.fmean(d["tool_call_rate"] for d in earlier)
+    if baseline - latest["tool_call_rate"] >= drop:
+        return {"day": latest["day"], "rate": latest["tool_call_rate"], "baseline": round(baseline, 4),
+                "explanation": FALLING_RATE_EXPLANATION}
+    return None
+
+
+def render(stats: dict[str, Any]) -> str:
+    lines = ["Per day: how the model's decisions ended"]
+    lines.append(f"  {'day':<11}{'runs':>6}{'decide':>8}{'tool':>6}{'direct':>8}{'rate':>7}{'refused':>9}"
+                 f"{'held':>6}{'approved':>10}{'errors':>8}{'p50 ms':>9}")
+    for d in stats["days"]:
+        rate = "-" if d["tool_call_rate"] is None else f"{d['tool_call_rate']:.2f}"
+        p50 = "-" if d["latency_ms_p50"] is None else f"{d['latency_ms_p50']:.0f}"
+        lines.append(f"  {d['day']:<11}{d['runs']:>6}{d['decisions']:>8}{d['tool_calls']:>6}{d['direct_answers']:>8}"
+                     f"{rate:>7}{d['refusals']:>9}{d['held_for_approval']:>6}{d['approved']:>10}{d['errors']:>8}"
+                     f"{p50:>9}")
+    if not stats["days"]:
+        lines.append("  (no recorded runs in this period)")
+    lines.append("Per tool")
+    lines.append(f"  {'tool':<26}{'proposed':>9}{'ran':>6}{'refused':>9}{'held':>6}{'approved':>10}{'errors':>8}")
+    for name, t in stats["tools"].items():
+        lines.append(f"  {name:<26}{t['proposed']:>9}{t['ran']:>6}{t['refused']:>9}{t['held']:>6}{t['approved']:>10}"
+                     f"{t['errors']:>8}")
+    flag = stats["falling_tool_call_rate"]
+    if flag:
+        lines.append(f"WARNING: tool-call rate fell to {flag['rate']:.2f} on {flag['day']} "
+                     f"(earlier days: {flag['baseline']:.2f}).")
+        lines.append("  " + flag["explanation"])
+    else:
+        lines.append("Tool-call rate steady (a fall of 0.15 or more against earlier days would be flagged: "
+                     "on unchanged traffic it is the sign of a stale tool description).")
+    return "\n".join(lines)

@@ -1,0 +1,215 @@
+"""``PgVectorIndex``: PostgreSQL + pgvector (HNSW) with tsvector full text, for scale-out deployments.
+
+Each ``apply`` is one transaction. Filtered HNSW search uses ``hnsw.iterative_scan = relaxed_order``
+(without it, a selective ACL filter silently returns too few rows) and re-sorts the results.
+Needs the ``postgres`` extra (psycopg).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from toolcrib.errors import ConfigError, MissingDependency, OperatorError
+from toolcrib.retrieval.documents import Chunk, DocumentMeta, allowed_groups
+from toolcrib.retrieval.embedders import Vectors
+from toolcrib.retrieval.index import Hit, Index, IndexChanges, IndexSettings, query_terms
+
+_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+_COLUMNS = ("doc_id, chunk_id, text, context, section, page, title, version, effective_date, family, "
+            "source_path, content_hash, access")
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise MissingDependency("PgVectorIndex (psycopg)", "postgres") from None
+    return psycopg
+
+
+def _vector_literal(vector: Vectors) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32).ravel()) + "]"
+
+
+class PgVectorIndex(Index):
+    """Chunks in table ``<name>_chunks`` of the database at ``dsn``; settings in ``<name>_meta``.
+
+    ``ef_search`` sets ``hnsw.ef_search`` for each query (recall against speed).
+    """
+
+    def __init__(self, dsn: str, *, name: str = "toolcrib", ef_search: int = 100,
+                 connect_timeout_s: int = 10) -> None:
+        if not _NAME.match(name):
+            raise ConfigError("index name must be lower-case letters, digits and _", key="name")
+        self.dsn = dsn
+        self.name = name
+        self.ef_search = ef_search
+        self.connect_timeout_s = connect_timeout_s
+        self.location = f"postgresql table {name}_chunks"
+        self._conn: Any = None
+
+    def _connection(self) -> Any:
+        psycopg = _psycopg()
+        if self._conn is None or self._conn.closed:
+            try:
+                self._conn = psycopg.connect(self.dsn, connect_timeout=self.connect_timeout_s, autocommit=True)
+            except psycopg.Error as exc:
+                raise OperatorError(f"cannot connect to the PostgreSQL index ({type(exc).__name__}); "
+                                    "check the index DSN setting") from None
+        return self._conn
+
+    def _run(self, work: Any) -> Any:
+        """Run ``work(cursor)`` in one transaction; database errors become OperatorError."""
+        psycopg = _psycopg()
+        conn = self._connection()
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                return work(cur)
+        except psycopg.Error as exc:
+            raise OperatorError(f"the PostgreSQL index failed ({type(exc).__name__}: "
+                                f"{getattr(exc, 'sqlstate', '') or 'no sqlstate'})") from exc
+
+    def _exists(self, cur: Any) -> bool:
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{self.name}_meta",))
+        return bool(cur.fetchone()[0])
+
+    def _create(self, cur: Any, dim: int) -> None:
+        n = self.name
+        cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        cur.execute(f"CREATE TABLE IF NOT EXISTS {n}_meta (key text PRIMARY KEY, value jsonb NOT NULL)")
+        cur.execute(f"""CREATE TABLE IF NOT EXISTS {n}_chunks (
+            uid text PRIMARY KEY, doc_id text NOT NULL, chunk_id text NOT NULL, text text NOT NULL,
+            search_text text NOT NULL, context text NOT NULL, section text NOT NULL, page integer,
+            title text NOT NULL, version text NOT NULL, effective_date text NOT NULL, family text NOT NULL,
+            source_path text NOT NULL, content_hash text NOT NULL, access text[] NOT NULL,
+            embedding vector({dim}) NOT NULL,
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', search_text)) STORED)""")
+        cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_doc ON {n}_chunks (doc_id)")
+        cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_access ON {n}_chunks USING gin (access)")
+        cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_tsv ON {n}_chunks USING gin (tsv)")
+        cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_hnsw ON {n}_chunks "
+                    "USING hnsw (embedding vector_cosine_ops)")
+
+    def settings(self) -> IndexSettings | None:
+        def work(cur: Any) -> IndexSettings | None:
+            if not self._exists(cur):
+                return None
+            cur.execute(f"SELECT value FROM {self.name}_meta WHERE key = 'settings'")
+            row = cur.fetchone()
+            return IndexSettings.from_dict(row[0]) if row else None
+        result: IndexSettings | None = self._run(work)
+        return result
+
+    def documents(self) -> dict[str, DocumentMeta]:
+        def work(cur: Any) -> dict[str, DocumentMeta]:
+            if not self._exists(cur):
+                return {}
+            cur.execute(f"SELECT DISTINCT ON (doc_id) doc_id, title, source_path, content_hash, access, "
+                        f"version, effective_date, family FROM {self.name}_chunks ORDER BY doc_id")
+            return {r[0]: DocumentMeta(doc_id=r[0], title=r[1], source_path=r[2], content_hash=r[3],
+                                       access=tuple(r[4]), version=r[5], effective_date=r[6], family=r[7])
+                    for r in cur.fetchall()}
+        result: dict[str, DocumentMeta] = self._run(work)
+        return result
+
+    def apply(self, changes: IndexChanges) -> None:
+        n = self.name
+
+        def work(cur: Any) -> None:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"toolcrib-index:{n}",))
+            if self._exists(cur) and not changes.clear:
+                cur.execute(f"SELECT value FROM {n}_meta WHERE key = 'settings'")
+                row = cur.fetchone()
+                if row:
+                    IndexSettings.from_dict(row[0]).require_same(changes.settings, self.location)
+            if changes.clear:
+                cur.execute(f"DROP TABLE IF EXISTS {n}_chunks")
+                cur.execute(f"DROP TABLE IF EXISTS {n}_meta")
+            self._create(cur, changes.settings.dim)
+            gone = list(dict.fromkeys([*changes.replace, *changes.delete]))
+            if gone:
+                cur.execute(f"DELETE FROM {n}_chunks WHERE doc_id = ANY(%s)", (gone,))
+            if changes.chunks:
+                with cur.copy(f"COPY {n}_chunks (uid, doc_id, chunk_id, text, search_text, context, "
+                              "section, page, title, version, effective_date, family, source_path, "
+                              "content_hash, access, embedding) FROM STDIN") as copy:
+                    for chunk, vector in zip(changes.chunks, changes.vectors, strict=True):
+                        m = chunk.meta
+                        copy.write_row((chunk.citation, m.doc_id, chunk.chunk_id, chunk.text,
+                                        chunk.search_text, chunk.context, chunk.section, chunk.page,
+                                        m.title, m.version, m.effective_date, m.family, m.source_path,
+                                        m.content_hash, list(m.access), _vector_literal(vector)))
+            cur.execute(f"INSERT INTO {n}_meta (key, value) VALUES ('settings', %s) "
+                        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                        (json.dumps(changes.settings.to_dict()),))
+        self._run(work)
+
+    def search_dense(self, vector: Vectors, groups: Sequence[str], limit: int) -> list[Hit]:
+        def work(cur: Any) -> list[Hit]:
+            if not self._exists(cur):
+                return []
+            cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur.execute(f"SET LOCAL hnsw.ef_search = {max(int(self.ef_search), limit)}")
+            cur.execute(f"SELECT {_COLUMNS}, embedding <=> %s::vector AS distance FROM {self.name}_chunks "
+                        "WHERE access && %s ORDER BY distance LIMIT %s",
+                        (_vector_literal(vector), allowed_groups(groups), limit))
+            rows = sorted(cur.fetchall(), key=lambda r: r[-1])  # relaxed order: sort again
+            return [Hit(_chunk(r), 1.0 - float(r[-1])) for r in rows]
+        result: list[Hit] = self._run(work)
+        return result
+
+    def search_text(self, query: str, groups: Sequence[str], limit: int) -> list[Hit]:
+        terms = query_terms(query)
+        if not terms:
+            return []
+
+        def work(cur: Any) -> list[Hit]:
+            if not self._exists(cur):
+                return []
+            # any term may match (like BM25), ranked by cover density
+            cur.execute(f"""SELECT {_COLUMNS}, ts_rank_cd(tsv, q) AS rank
+                FROM {self.name}_chunks, to_tsquery('english', %s) AS q
+                WHERE tsv @@ q AND access && %s ORDER BY rank DESC LIMIT %s""",
+                        (" | ".join(terms), allowed_groups(groups), limit))
+            return [Hit(_chunk(r), float(r[-1])) for r in cur.fetchall()]
+        result: list[Hit] = self._run(work)
+        return result
+
+    def search_exact(self, term: str, groups: Sequence[str], limit: int) -> list[Hit]:
+        if not term:
+            return []
+
+        def work(cur: Any) -> list[Hit]:
+            if not self._exists(cur):
+                return []
+            pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            cur.execute(f"SELECT {_COLUMNS} FROM {self.name}_chunks WHERE search_text ILIKE %s "
+                        "AND access && %s LIMIT %s", (pattern, allowed_groups(groups), limit))
+            return [Hit(_chunk(r), 1.0) for r in cur.fetchall()]
+        result: list[Hit] = self._run(work)
+        return result
+
+    def count(self, groups: Sequence[str]) -> int:
+        def work(cur: Any) -> int:
+            if not self._exists(cur):
+                return 0
+            cur.execute(f"SELECT count(*) FROM {self.name}_chunks WHERE access && %s", (allowed_groups(groups),))
+            return int(cur.fetchone()[0])
+        result: int = self._run(work)
+        return result
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _chunk(row: Sequence[Any]) -> Chunk:
+    meta = DocumentMeta(doc_id=row[0], title=row[6], source_path=row[10], content_hash=row[11],
+                        access=tuple(row[12]), version=row[7], effective_date=row[8], family=row[9])
+    return Chunk(meta=meta, chunk_id=row[1], text=row[2], context=row[3], section=row[4], page=row[5])

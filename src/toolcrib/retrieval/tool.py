@@ -1,0 +1,50 @@
+"""The model-facing ``vector_search`` tool: hybrid retrieval over the documents this user may read."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from toolcrib.errors import ToolFailed
+from toolcrib.tools.tool import Effect, Tool, ToolContext, make_tool
+
+log = logging.getLogger(__name__)
+
+RETRIEVER_RESOURCE = "retriever"
+"""The key of the ``HybridRetriever`` in ``ToolContext.resources``."""
+
+
+def _vector_search(
+    query: str,
+    top_k: Annotated[int, Field(ge=1, le=20)] = 5,
+    *,
+    ctx: ToolContext,
+) -> dict[str, Any]:
+    """Search the workspace documents for passages that answer a question; cite them as [citation].
+
+    Args:
+        query: what to look for, in the user's words; include exact part numbers, order ids or clause numbers.
+        top_k: how many passages to return.
+    """
+    retriever = ctx.resources.get(RETRIEVER_RESOURCE)
+    if retriever is None:
+        raise ToolFailed("document search is not configured in this workspace")
+    try:
+        evidence = retriever.retrieve(query, ctx.principal.groups, top_k)
+    except Exception as exc:  # an index or embedder failure: the operator gets the reason in the log,
+        # the model and the user get no internals (paths, SQL, hosts)
+        log.error("vector_search failed (trace %s): %s: %s", ctx.trace_id, type(exc).__name__, exc)
+        raise ToolFailed("document search is unavailable right now") from None
+    result: dict[str, Any] = evidence.to_dict()
+    return result
+
+
+def make_vector_search_tool() -> Tool:
+    """A fresh ``vector_search`` Tool (READ: runs without approval, may run in parallel, cacheable)."""
+    return make_tool(_vector_search, name="vector_search", effect=Effect.READ, timeout_s=15.0,
+                     tags=("retrieval",))
+
+
+vector_search = make_vector_search_tool()
