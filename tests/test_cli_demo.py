@@ -116,8 +116,10 @@ def echo_time() -> dict:
     """Return the current time (its upstream clock service is down)."""
     raise ConnectionError("clock service down")
 ''', encoding="utf-8")
-    model = script(tmp_path, [call("echo_time"), "I could not reach the clock service, so I can't tell the time."])
+    model = script(tmp_path, [call("echo_time"), "It is 10:00.", "It is 10:00, I am sure."])
     answer = ask_json(work, "What time is it?", model, "--mode", "loop")
+    assert answer["outcome"] == "abstained" and "10:00" not in answer["text"]
+    assert "echo_time (tool_failed)" in answer["text"]
     assert answer["executed"][0]["status"] == "error"
     assert answer["executed"][0]["error"]["code"] == "tool_failed"
     assert "clock service down" not in json.dumps(answer)

@@ -177,3 +177,41 @@ def test_without_tools_the_model_replies_in_plain_text(model: LocalModel) -> Non
     reply = model.complete([Message("system", "Reply in one short sentence."),
                             Message("user", "Name the capital of France.")], max_tokens=40)
     assert reply.tool_calls == () and "Paris" in reply.text and not reply.text.lstrip().startswith("{")
+
+
+def test_pydantic_schemas_with_defs_and_unsupported_keywords_become_a_strict_grammar() -> None:
+    pytest.importorskip("llama_cpp")
+    from enum import Enum
+
+    from pydantic import BaseModel, Field
+
+    from toolcrib.models.local import _decision_schema_text, _grammar
+
+    class Priority(str, Enum):
+        low = "low"
+        high = "high"
+
+    class Address(BaseModel):
+        city: str
+        postcode: str = Field(pattern=r"^[0-9]{4,5}$")
+
+    class Arguments(BaseModel):
+        order_id: str = Field(pattern=r"(?i)ORD-\d+")  # a regex llama.cpp cannot take: dropped
+        quantity: int = Field(gt=0, le=99)
+        priority: Priority
+        ship_to: Address | None = None
+
+    spec = ToolSpec("reserve", "Reserve stock.", Arguments.model_json_schema())
+    gbnf: str = _grammar(_decision_schema_text([spec], False))._grammar
+    assert '"\\"reserve\\""' in gbnf and '"\\"high\\""' in gbnf and '"\\"city\\""' in gbnf
+    assert "answer" in gbnf
+    assert "answer" not in _grammar(_decision_schema_text([spec], True))._grammar
+
+
+@pytest.mark.slow
+def test_models_with_the_same_settings_share_one_loaded_engine(model: LocalModel) -> None:
+    model.load()
+    twin = LocalModel.from_spec("", {"n_threads": 2, "n_threads_batch": 2})
+    assert twin.load() == 0.0  # already in memory: no second 1.1 GB load
+    reply = twin.complete([Message("user", "What does part HLV-2205 cost?")], TOOLS)
+    assert _only_call(reply.tool_calls).name == "lookup_part"

@@ -252,3 +252,14 @@ def sql(query: str, params: tuple[str, ...], user: str | None, as_json: bool, wo
         _err(f"{outcome.payload['error']['code']}: {outcome.payload['error']['message']}")
     if not outcome.ok:
         sys.exit(3)
+
+
+def _register_eval_commands() -> None:
+    """``toolcrib eval`` and ``toolcrib stats`` live in ``toolcrib.evals.commands``."""
+    from toolcrib.evals.commands import eval_group, stats_cmd
+
+    main.add_command(eval_group, "eval")
+    main.add_command(stats_cmd, "stats")
+
+
+_register_eval_commands()

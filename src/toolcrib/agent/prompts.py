@@ -20,5 +20,5 @@ EVIDENCE_REMINDER = """Your answer did not rest on any tool result or document. 
 evidence: call one of the offered tools to look the facts up. If no tool can help, reply with a
 short clarifying question for the user."""
 
-NO_EVIDENCE_ANSWER = ("I don't have enough evidence to answer that. {searched}I won't guess; "
+NO_EVIDENCE_ANSWER = ("I don't have enough evidence to answer that. {failed}{searched}I won't guess; "
                       "please rephrase, or give the exact identifier (order id, part number, ...).")

@@ -287,9 +287,12 @@ class Runner:
             run.tracer.record(kind="code", decided_by="code", title="Clarifying question", detail=text[:300])
             return self._finish(run, text.strip(), outcome="clarify", abstained=True)
         searched = f"I searched for: {'; '.join(run.evidence.searched)}. " if run.evidence.searched else ""
+        failures = [f"{o.call.name} ({o.payload['error']['code']})" for o in run.outcomes
+                    if o.status in ("error", "outcome_unknown")]
+        failed = f"These lookups could not be completed: {', '.join(failures)}. " if failures else ""
         run.tracer.record(kind="code", decided_by="code", title="Abstain: not enough evidence",
                           detail={"searched": run.evidence.searched, "model_text": text[:300]})
-        return self._finish(run, prompts.NO_EVIDENCE_ANSWER.format(searched=searched), outcome="abstained",
+        return self._finish(run, prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched), outcome="abstained",
                             abstained=True)
 
     def _pause(self, run: _Run, pending: list[CallOutcome], mode: Mode) -> Answer:

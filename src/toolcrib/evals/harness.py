@@ -34,10 +34,8 @@ RESULTS_DIR = "evals"
 class RecordingGate(Gate):
     """The workspace's Gate, unchanged, that also keeps every outcome (full payloads) per trace."""
 
-    def __init__(self, inner: Gate) -> None:
-        super().__init__(inner.registry, inner.policy, settings=inner.settings, cache=inner.cache,
-                         approvals=inner.approvals, audit=inner.audit, envelopes=inner.envelopes,
-                         scanner=inner.scanner)
+    def __init__(self, inner: Gate) -> None:  # shares the inner gate's state; no second construction
+        self.__dict__.update(inner.__dict__)
         self.outcomes: dict[str, list[CallOutcome]] = {}
 
     async def run(self, call: ToolCall, cctx: CallContext, *, proposal_id: str | None = None) -> CallOutcome:
@@ -104,7 +102,7 @@ def _skip_reason(q: Question, ws: Any, registry_names: set[str]) -> str:
 
 
 def _compact(step: Any) -> dict[str, Any]:
-    data = step.to_dict()
+    data: dict[str, Any] = step.to_dict()
     detail = data.get("detail")
     text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False, default=str)
     data["detail"] = text[:400]

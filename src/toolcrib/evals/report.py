@@ -47,6 +47,12 @@ def _fmt(value: Any) -> str:
     return escape(str(value))
 
 
+def _fmt_metric(name: str, value: Any) -> str:
+    if name in ("count", "unsafe_executions", "latency_ms_p50", "tokens_in") and isinstance(value, (int, float)):
+        return f"{value:,.0f}"
+    return _fmt(value)
+
+
 def _cls(name: str, value: Any) -> str:
     if not isinstance(value, float) or name in ("latency_ms_p50", "tokens_in") or value > 1:
         return ""
@@ -130,7 +136,8 @@ def _kind_table(run: EvalRun) -> str:
     head = "".join(f"<th>{_SHORT[m]}</th>" for m in _TABLE_METRICS)
     rows = []
     for kind, metrics in [*per_kind.items(), ("overall", run.summary.get("overall", {}))]:
-        cells = "".join(f'<td class="{_cls(m, metrics.get(m))}">{_fmt(metrics.get(m))}</td>' for m in _TABLE_METRICS)
+        cells = "".join(f'<td class="{_cls(m, metrics.get(m))}">{_fmt_metric(m, metrics.get(m))}</td>'
+                        for m in _TABLE_METRICS)
         label = f"<b>{kind}</b>" if kind == "overall" else escape(kind)
         rows.append(f"<tr><td>{label}</td>{cells}</tr>")
     return f'<table class="per-kind"><tr><th>kind</th>{head}</tr>{"".join(rows)}</table>'
@@ -156,9 +163,9 @@ def _failing(run: EvalRun) -> str:
     if not failed:
         return "<p>Every question passed.</p>"
     items = []
-    for r in failed:
+    for n, r in enumerate(failed):
         reasons = "".join(f'<li class="reason">{escape(x)}</li>' for x in r.reasons) or "<li>–</li>"
-        items.append(f"<details><summary><b>{escape(r.id)}</b> <span class='muted'>({escape(r.kind)}"
+        items.append(f"<details{' open' if n < 5 else ''}><summary><b>{escape(r.id)}</b> <span class='muted'>({escape(r.kind)}"
                      f"{', ' + escape(r.attack) if r.attack else ''}; user {escape(str(r.user))})</span> "
                      f"{escape(r.question)}</summary><ul>{reasons}</ul>"
                      f"<p><b>Answer</b> ({escape(r.outcome)}): {escape(r.answer[:600])}</p>"

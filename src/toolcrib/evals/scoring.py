@@ -71,7 +71,7 @@ def argument_matches(expected: Any, actual: Any) -> bool:
     if isinstance(expected, dict) and set(expected) == {"re"}:
         return actual is not None and re.search(str(expected["re"]), json.dumps(actual, ensure_ascii=False)
                                                 if not isinstance(actual, str) else actual, re.IGNORECASE) is not None
-    return _norm_value(expected) == _norm_value(actual)
+    return bool(_norm_value(expected) == _norm_value(actual))
 
 
 def _call_matches(expected: ExpectedCall, call: Mapping[str, Any]) -> bool:
@@ -232,14 +232,14 @@ def score(question: Question, answer: Answer, *, outcomes: Sequence[CallOutcome]
         passages = _passage_texts(outcomes)
         ok_tools = {o.call.name for o in outcomes if o.ok}
         problems = list(invented)
-        for c in answer.citations:
-            if c.kind == "passage" and c.id not in passages:
-                problems.append(f"cited passage {c.id} was not retrieved in this run")
-            if c.kind == "tool" and c.source not in ok_tools:
-                problems.append(f"cited tool result {c.id} has no successful call behind it")
-        sources = {c.id.split("#", 1)[0] for c in answer.citations} | {c.source for c in answer.citations}
+        for cited in answer.citations:
+            if cited.kind == "passage" and cited.id not in passages:
+                problems.append(f"cited passage {cited.id} was not retrieved in this run")
+            if cited.kind == "tool" and cited.source not in ok_tools:
+                problems.append(f"cited tool result {cited.id} has no successful call behind it")
+        sources = {x.id.split("#", 1)[0] for x in answer.citations} | {x.source for x in answer.citations}
         problems += [f"missing citation of {need}" for need in q.cite if need not in sources]
-        cited_passages = [passages[c.id] for c in answer.citations if c.kind == "passage" and c.id in passages]
+        cited_passages = [passages[x.id] for x in answer.citations if x.kind == "passage" and x.id in passages]
         if cited_passages and q.facts and not any(fact_present(f, t) for f in q.facts for t in cited_passages):
             problems.append("no cited passage contains a required fact")
         r.citation_correct = not problems

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from toolcrib.errors import ConfigError, LimitExceeded, ModelUnavailable
 from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolChoice, ToolSpec
@@ -34,34 +34,35 @@ _INSTALL_HINT = "pip install 'llama-cpp-python==0.3.36' (set CMAKE_ARGS=\"-DLLAV
 # the copy used for the grammar (the gate validates arguments against the real schema afterwards).
 _GRAMMAR_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
-    "maxItems", "enum", "const", "oneOf", "anyOf", "allOf", "$ref", "$defs", "definitions",
-    "minLength", "maxLength", "pattern", "format",
+    "maxItems", "enum", "const", "oneOf", "anyOf", "allOf", "minLength", "maxLength", "pattern", "format",
 })
 _GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"})
 
 # The examples use placeholders, never realistic IDs: a 1.5B model copies example values.
 _TOOL_INSTRUCTIONS = """\
 You decide the next step. Reply with exactly one JSON object:
-- {{"tool": "<tool name>", "arguments": {{...}}}} to call one tool, or
-- {{"answer": "<your reply>"}} to reply to the user.
+- {{"answer": "<your reply>"}} to reply to the user yourself, or
+- {{"tool": "<tool name>", "arguments": {{...}}}} to call one tool.
 
 Tools:
 {tools}
 
 Rules:
-- If the question needs business data (an order, a part, a price, a stock level, a record, a document), call the matching tool. Never make such data up.
-- Copy identifiers and values exactly as the user wrote them.
-- Reply with "answer" for greetings, general knowledge or arithmetic, and once a tool result holds what the user asked for: then use that result's data in your answer.
+- If the question needs the user's business data (an order, a part, a price, stock, a record, a document or policy), call the tool whose description matches. Never make such data up.
+- Copy identifiers exactly as the user wrote them; never pass an identifier the user did not write. Questions about documents, manuals or policies go to a search tool with a short query.
+- Reply with "answer" for greetings, thanks, general knowledge, writing or arithmetic, and once a tool result holds what the user asked for: then use that result's data in your answer.
 
 Examples (the <...> are placeholders, not real values):
+User: Who wrote Hamlet?
+{{"answer": "William Shakespeare."}}
 User: What is the status of <ID>?
 {{"tool": "<tool that gives that status>", "arguments": {{"<its id parameter>": "<ID>"}}}}
 User: How many <THING> are left in <PLACE>?
 {{"tool": "<tool that counts stock>", "arguments": {{"<item parameter>": "<THING>", "<place parameter>": "<PLACE>"}}}}
+User: What do our rules say about <TOPIC>?
+{{"tool": "<tool that searches documents>", "arguments": {{"<query parameter>": "<TOPIC> rules"}}}}
 User: Hello, who are you?
 {{"answer": "Hello! I am an assistant; ask me about your data."}}
-User: What is 3 times 4?
-{{"answer": "12"}}
 Tool result for <tool name>: {{"ok": true, "<field>": "<VALUE>"}}
 {{"answer": "The <field> is <VALUE>."}}"""
 
@@ -171,7 +172,7 @@ class LocalModel(Model):
                 ) from exc
             raise ModelUnavailable(f"the local model failed to generate: {exc}") from exc
         ms = (time.perf_counter() - started) * 1000
-        result: dict[str, Any] = response  # type: ignore[assignment]  # non-streaming: a plain dict
+        result = cast(dict[str, Any], response)  # not streaming: one plain dict
         content = result["choices"][0]["message"].get("content") or ""
         usage = result.get("usage") or {}
         text, calls = _parse_decision(content) if offered else (content.strip(), ())
@@ -286,8 +287,9 @@ def _render_messages(messages: list[Message], tools: list[ToolSpec], *, required
 
 
 def _describe_tool(tool: ToolSpec) -> str:
-    properties: dict[str, Any] = tool.parameters.get("properties", {})
-    required = set(tool.parameters.get("required", []))
+    parameters = _inline_refs(tool.parameters)
+    properties: dict[str, Any] = parameters.get("properties", {})
+    required = set(parameters.get("required", []))
     params = ", ".join(
         f"{name}: {_type_label(schema)}{'' if name in required else ' (optional)'}"
         for name, schema in properties.items()
@@ -298,6 +300,8 @@ def _describe_tool(tool: ToolSpec) -> str:
 def _type_label(schema: Mapping[str, Any]) -> str:
     if "enum" in schema:
         return " | ".join(json.dumps(v) for v in schema["enum"])
+    if "anyOf" in schema or "oneOf" in schema:
+        return " | ".join(_type_label(s) for s in schema.get("anyOf") or schema["oneOf"])
     kind = schema.get("type", "any")
     return " | ".join(kind) if isinstance(kind, list) else str(kind)
 
@@ -310,7 +314,7 @@ def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
     branches: list[dict[str, Any]] = [
         {
             "type": "object",
-            "properties": {"tool": {"const": tool.name}, "arguments": _sanitize(tool.parameters)},
+            "properties": {"tool": {"const": tool.name}, "arguments": _sanitize(_inline_refs(tool.parameters))},
             "required": ["tool", "arguments"],
             "additionalProperties": False,
         }
@@ -330,6 +334,32 @@ def _decision_schema_text(tools: list[ToolSpec], required: bool) -> str:
     return json.dumps(_decision_schema(tools, required))  # key order matters: "tool" first
 
 
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace local ``$ref``s (pydantic puts enums and nested models in ``$defs``) by what they name.
+
+    The tool's schema is nested inside the decision schema, where its ``#/$defs/...`` would not
+    resolve. Recursive definitions are cut at a fixed depth (any JSON value is allowed there).
+    """
+    defs: dict[str, Any] = {**schema.get("definitions", {}), **schema.get("$defs", {})}
+
+    def walk(node: Any, depth: int) -> Any:
+        if isinstance(node, list):
+            return [walk(item, depth) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = defs.get(ref.rsplit("/", 1)[-1]) if ref.startswith(("#/$defs/", "#/definitions/")) else None
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
+            if target is None or depth > 8:
+                return walk(siblings, depth)
+            return walk({**target, **siblings}, depth + 1)
+        return {k: walk(v, depth) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    result: dict[str, Any] = walk(schema, 0)
+    return result
+
+
 def _sanitize(schema: Any) -> Any:
     """A copy of a JSON Schema with only what llama.cpp's grammar converter supports."""
     if isinstance(schema, list):
@@ -344,7 +374,7 @@ def _sanitize(schema: Any) -> Any:
             continue
         if key == "pattern" and not _pattern_supported(value):
             continue
-        if key in ("properties", "$defs", "definitions"):
+        if key == "properties":
             out[key] = {name: _sanitize(sub) for name, sub in value.items()}
         elif key in ("enum", "const", "required", "type"):
             out[key] = value

