@@ -160,3 +160,84 @@ def test_console_script_runs_as_a_real_process(ws: Path, tmp_path: Path) -> None
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "$52.00" in out.stdout and "lookup_part#1" in out.stdout
+
+
+def test_reserve_is_proposed_approved_by_another_user_then_resumed_once(ws: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, [call("reserve_stock", part_number="F2", quantity=3), "Reserved 3 F2 filters [reserve_stock#1].",
+                              "Reserved 3 F2 filters [reserve_stock#1]."])
+    paused = ask_json(ws, "Please reserve 3 F2 filters", model)
+    assert paused["outcome"] == "paused" and stock_of(ws, "F2") == 5
+    pending = json.loads(toolcrib("approve", "--workspace", str(ws), "--json"))
+    assert [(p["tool"], p["arguments"]) for p in pending] == [("reserve_stock", {"part_number": "F2", "quantity": 3})]
+    pid = pending[0]["id"]
+    # the requester may not approve their own write, and a support agent is no approver
+    assert "may not approve" in CliRunner().invoke(main, ["approve", pid, "--workspace", str(ws), "--user", "alice"]).output
+    assert stock_of(ws, "F2") == 5
+    out = toolcrib("approve", pid, "--workspace", str(ws), "--user", "ada")
+    assert "Approved reserve_stock" in out and paused["run_id"] in out
+    done = json.loads(toolcrib("ask", "--resume", paused["run_id"], "--model", model, "--workspace", str(ws), "--json"))
+    assert done["outcome"] == "answered" and stock_of(ws, "F2") == 2
+    again = json.loads(toolcrib("ask", "--resume", paused["run_id"], "--model", model, "--workspace", str(ws), "--json"))
+    assert again["executed"][0]["status"] == "ok" and stock_of(ws, "F2") == 2  # recorded outcome, not a second run
+    assert "audit chain OK" in toolcrib("audit", "verify", "--workspace", str(ws))
+    shown = toolcrib("audit", "show", "--workspace", str(ws))
+    for event in ("proposed", "approved", "executed", "refused"):
+        assert event in shown
+
+
+def test_a_tampered_audit_record_fails_verification(ws: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    model = script(tmp_path, [call("lookup_part", part_number="HLV-2205"), "It costs $52.00."])
+    ask_json(ws, "What does part HLV-2205 cost?", model)
+    db = ws / ".toolcrib" / "audit.sqlite"
+    conn = sqlite3.connect(db)
+    triggers = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
+    for name in triggers:
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("UPDATE toolcrib_audit SET actor = 'mallory' WHERE seq = 1")
+    conn.commit()
+    conn.close()
+    result = CliRunner().invoke(main, ["audit", "verify", "--workspace", str(ws)])
+    assert result.exit_code == 1 and "BROKEN" in result.output
+
+
+def test_the_live_instrument_is_refused_for_a_support_agent(ws: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, [call("live_read_temperature", channel="C"),
+                              "I cannot read the instrument live; the archive says 24.1 °C at 09:00."])
+    answer = ask_json(ws, "What is the live temperature on channel C?", model)
+    assert answer["refused"][0]["error"]["code"] == "not_permitted"
+    assert answer["executed"] == [] and answer["abstained"] is True
+
+
+def test_sql_cli_refuses_a_table_that_is_not_allowed(ws: Path) -> None:
+    result = CliRunner().invoke(main, ["sql", "SELECT * FROM payroll", "--workspace", str(ws)])
+    assert result.exit_code == 3 and "table payroll is not available" in result.output
+    rows = toolcrib("sql", "SELECT part_number, price_usd FROM parts WHERE part_number = ?", "--param", "HLV-2205",
+                    "--workspace", str(ws))
+    assert "HLV-2205" in rows and "52" in rows
+
+
+@pytest.mark.postgres
+def test_approvals_and_audit_can_live_in_postgresql(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    dsn = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=3"
+    try:
+        psycopg.connect(dsn).close()
+    except psycopg.OperationalError:
+        pytest.skip("no PostgreSQL at 127.0.0.1:5432")
+    schema = f"tc_cli_{tmp_path.name[-8:].replace('-', '_').lower()}"
+    monkeypatch.setenv("TOOLCRIB_POLICY_DSN", f"{dsn} options=-csearch_path={schema}")
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    try:
+        model = script(tmp_path, [call("reserve_stock", part_number="F2", quantity=2), "Reserved."])
+        paused = ask_json(ws, "Reserve 2 F2 filters", model)
+        pending = json.loads(toolcrib("approve", "--workspace", str(ws), "--json"))
+        assert pending and pending[0]["run_id"] == paused["run_id"]
+        toolcrib("approve", pending[0]["id"], "--workspace", str(ws), "--user", "ada")
+        assert "audit chain OK" in toolcrib("audit", "verify", "--workspace", str(ws))
+        assert not (ws / ".toolcrib" / "approvals.sqlite").exists()
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

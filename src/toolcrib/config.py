@@ -69,6 +69,9 @@ class PathsSection(_Section):
 
 class PolicySection(_Section):
     rules: list[str] = Field(default_factory=list)
+    # PostgreSQL DSN for approvals and the audit record, shared by several `toolcrib serve` processes;
+    # unset: SQLite files under the state folder. Also read from TOOLCRIB_POLICY_DSN.
+    dsn: str | None = None
     separation_of_duties: bool = True
     approval_ttl_s: float = Field(900.0, gt=0)
     version: str = "1"

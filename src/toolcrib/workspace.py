@@ -271,15 +271,24 @@ class Workspace:
                     approvals=self.approvals(), audit=self.audit(),
                     envelope=envelope, scanner=PatternScanner())
 
-    def approvals(self) -> Any:
-        from toolcrib.policy.approvals import SQLiteApprovalStore
+    @property
+    def policy_dsn(self) -> str | None:
+        """PostgreSQL for approvals and audit when several servers share them; else SQLite files."""
+        return self.config.policy.dsn or os.environ.get("TOOLCRIB_POLICY_DSN") or None
 
+    def approvals(self) -> Any:
+        from toolcrib.policy.approvals import PostgresApprovalStore, SQLiteApprovalStore
+
+        if self.policy_dsn:
+            return PostgresApprovalStore(self.policy_dsn)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         return SQLiteApprovalStore(self.state_dir / "approvals.sqlite")
 
     def audit(self) -> Any:
-        from toolcrib.policy.audit import SQLiteAuditStore
+        from toolcrib.policy.audit import PostgresAuditStore, SQLiteAuditStore
 
+        if self.policy_dsn:
+            return PostgresAuditStore(self.policy_dsn)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         return SQLiteAuditStore(self.state_dir / "audit.sqlite")
 

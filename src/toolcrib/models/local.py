@@ -97,6 +97,7 @@ class LocalModel(Model):
     supports_tools = True
     supports_parallel_calls = False
     supports_strict = True
+    name = DEFAULT_NAME
 
     def __init__(
         self,
@@ -119,7 +120,7 @@ class LocalModel(Model):
         self.cache_dir = cache_dir
         self.progress = progress
         self.name = DEFAULT_NAME if self.model_path is None else f"local:{self.model_path.stem}"
-        self._engine: _Engine | None = None
+        self._path: Path | None = None
 
     @classmethod
     def from_spec(cls, rest: str, settings: Mapping[str, Any]) -> LocalModel:
@@ -136,9 +137,8 @@ class LocalModel(Model):
         )
 
     def load(self) -> float:
-        """Load the weights now (assembling them on first use); return the load time in ms (0 if cached)."""
-        engine = self._load()
-        return engine.load_ms
+        """Load the weights now (assembling them on first use); return the load time in ms (0 if loaded before)."""
+        return self._load()[1]
 
     def complete(
         self,
@@ -149,7 +149,7 @@ class LocalModel(Model):
         max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> Completion:
-        engine = self._load()
+        engine, _ = self._load()
         offered = list(tools or []) if tool_choice != "none" else []
         chat = _render_messages(messages, offered, required=tool_choice == "required")
         kwargs: dict[str, Any] = {
@@ -185,20 +185,17 @@ class LocalModel(Model):
             model=self.name,
         )
 
-    def _load(self) -> _Engine:
-        if self._engine is not None:
-            return self._engine
-        path = self._resolve_path()
-        key = (str(path), self.n_threads, self.n_threads_batch, self.n_ctx)
+    def _load(self) -> tuple[_Engine, float]:
+        """The process-wide engine for this path and these settings, and the ms spent loading it now."""
+        if self._path is None:
+            self._path = self._resolve_path()
+        key = (str(self._path), self.n_threads, self.n_threads_batch, self.n_ctx)
         with _ENGINES_LOCK:
             engine = _ENGINES.get(key)
-            if engine is None:
-                engine = _load_engine(path, self.n_ctx, self.n_threads, self.n_threads_batch)
-                _ENGINES[key] = engine
-            else:
-                engine = _Engine(engine.llama, engine.lock, 0.0)
-        self._engine = engine
-        return engine
+            if engine is not None:
+                return engine, 0.0
+            engine = _ENGINES[key] = _load_engine(self._path, self.n_ctx, self.n_threads, self.n_threads_batch)
+            return engine, engine.load_ms
 
     def _resolve_path(self) -> Path:
         if self.model_path is None:
