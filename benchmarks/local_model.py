@@ -2,6 +2,11 @@
 
 Run: python benchmarks/local_model.py [--threads N] [--threads-batch N]
 Prints one line per prompt, the figures, and finally one JSON line with every figure.
+
+``--demo`` instead asks whole questions (decision + final answer) on the shipped demo workspace, the
+way ``toolcrib ask`` does: each in a fresh process (``--no-one-process`` to skip the rest), then all
+in one process (``--no-fresh`` to skip the first); it checks every answer. ``--setting KEY=VALUE``
+passes model settings (e.g. ``prompt_cache=off``). TOOLCRIB_HOME defaults to a new temporary folder.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from toolcrib.models.base import Message, ToolSpec
+from toolcrib.models.base import Completion, Message, Model, ToolSpec
 from toolcrib.models.local import LocalModel
 from toolcrib.models.weights import ensure_model_file
 
@@ -62,12 +67,186 @@ PROMPTS: list[tuple[str, str | None, dict[str, str]]] = [
 def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+# --- --demo: whole `toolcrib ask` questions on the shipped demo workspace -----------------------
+
+# (question, what the answer must contain (all, case-insensitive), what it must not contain)
+DEMO_QUESTIONS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    ("What's the status of order ORD-1001?", ("shipped",), ()),
+    ("How much does part HLV-2205 cost?", ("52",), ()),
+    ("How many F2 filters do we have in stock?", ("5",), ()),
+    ("What was the last recorded temperature on channel C?", ("24.1", "09:00"), ()),
+    ("How much does part HLV-9999 cost?", (), ("$",)),
+    ("Does the library have The Art of Electronics? Don't place a hold.", ("yes",), ()),
+]
+
+
+class _Recording(Model):
+    """The real model, with every completion kept for the report."""
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls: list[Completion] = []
+
+    def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None, **kwargs: Any) -> Completion:
+        reply = self.inner.complete(messages, tools, **kwargs)
+        self.calls.append(reply)
+        return reply
+
+
+def _demo_model(settings: dict[str, Any]) -> LocalModel:
+    from toolcrib.workspace import Workspace
+
+    merged = {**Workspace.open(None).config.model.settings, **{k: v for k, v in settings.items() if v is not None}}
+    return LocalModel.from_spec("", merged)
+
+
+def _ask_one(ws: Any, model: _Recording, question: str, must: tuple[str, ...], must_not: tuple[str, ...]) -> dict[str, Any]:
+    before = len(model.calls)
+    started = time.perf_counter()
+    answer = ws.runner(model).ask(question, ws.principal("alice"))
+    wall = time.perf_counter() - started
+    calls = model.calls[before:]
+    text = answer.text
+    correct = all(m.lower() in text.lower() for m in must) and not any(m in text for m in must_not)
+    return {
+        "question": question,
+        "ask_s": round(wall, 2),
+        "model_calls": [{"tokens_in": c.tokens_in, "tokens_out": c.tokens_out, "s": round(c.ms / 1000, 2),
+                         "tool": c.tool_calls[0].name if c.tool_calls else None} for c in calls],
+        "model_s": round(sum(c.ms for c in calls) / 1000, 2),
+        "tokens_in": sum(c.tokens_in for c in calls),
+        "correct": correct,
+        "answer": text[:160],
+    }
+
+
+def _demo_question(question_index: int, settings: dict[str, Any]) -> None:
+    """One question in this (fresh) process: what a `toolcrib ask` invocation costs."""
+    from toolcrib.workspace import Workspace
+
+    started = time.perf_counter()
+    ws = Workspace.open(None)
+    model = _Recording(_demo_model(settings))
+    load_ms = model.inner.load()
+    row = _ask_one(ws, model, *DEMO_QUESTIONS[question_index])
+    row["load_s"] = round(load_ms / 1000, 2)
+    row["process_s"] = round(time.perf_counter() - started, 2)  # open + load + ask (not interpreter start-up)
+    print(json.dumps(row))
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    calls = " + ".join(f"{c['tokens_in']}in/{c['s']}s" for c in row["model_calls"])
+    print(f"{row['ask_s']:7.1f} s  {'ok ' if row['correct'] else 'BAD'}  {row['question'][:48]:48}  [{calls}]  "
+          f"{row['answer'][:70]!r}", flush=True)
+
+
+def demo(settings: dict[str, Any], fresh: bool, in_process: bool) -> dict[str, Any]:
+    """Ask the demo questions in fresh processes and/or in one process; return the figures."""
+    import os
+    import subprocess
+    import tempfile
+
+    os.environ.setdefault("TOOLCRIB_HOME", tempfile.mkdtemp(prefix="toolcrib-bench-"))
+    from toolcrib.workspace import Workspace
+
+    ws = Workspace.open(None)
+    ws.database  # build the demo database outside the timings
+    figures: dict[str, Any] = {"load_avg_1m": round(os.getloadavg()[0], 2), "settings": settings}
+    if fresh:
+        print("-- fresh process per question (like `toolcrib ask`)")
+        rows = []
+        for index in range(len(DEMO_QUESTIONS)):
+            args = [sys.executable, __file__, "--demo-question", str(index)]
+            for key, value in settings.items():
+                if value is not None:
+                    args += ["--setting", f"{key}={value}"]
+            started = time.perf_counter()
+            out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+            row = json.loads(out.strip().splitlines()[-1])
+            row["wall_s"] = round(time.perf_counter() - started, 2)
+            _print_row(row)
+            rows.append(row)
+        figures["fresh"] = {
+            "per_question_wall_s": [r["wall_s"] for r in rows],
+            "per_question_ask_s": [r["ask_s"] for r in rows],
+            "median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 2),
+            "median_ask_s": round(statistics.median(r["ask_s"] for r in rows), 2),
+            "median_tokens_in": statistics.median(r["tokens_in"] for r in rows),
+            "correct": sum(r["correct"] for r in rows),
+        }
+    if in_process:
+        print("-- all questions in one process")
+        model = _Recording(_demo_model(settings))
+        started = time.perf_counter()
+        model.inner.load()
+        rows = [_ask_one(ws, model, *q) for q in DEMO_QUESTIONS]
+        for row in rows:
+            _print_row(row)
+        figures["one_process"] = {
+            "first_question_s_incl_load": round(time.perf_counter() - started - sum(r["ask_s"] for r in rows[1:]), 2),
+            "per_question_ask_s": [r["ask_s"] for r in rows],
+            "median_ask_s_after_first": round(statistics.median(r["ask_s"] for r in rows[1:]), 2),
+            "total_s": round(time.perf_counter() - started, 2),
+            "median_tokens_in": statistics.median(r["tokens_in"] for r in rows),
+            "correct": sum(r["correct"] for r in rows),
+        }
+    figures["questions"] = len(DEMO_QUESTIONS)
+    figures["prompt_cache"] = _prompt_cache_figures(settings)
+    return figures
+
+
+def _prompt_cache_figures(settings: dict[str, Any]) -> dict[str, Any]:
+    """Size of the saved system block of the demo, and reading it back vs. evaluating it again."""
+    import struct
+
+    from toolcrib.models.prompt_cache import PromptCache
+
+    model = _demo_model(settings)
+    engine, _ = model._load()
+    cache = model._disk_cache(engine)
+    files = sorted(cache.directory.glob("*.kv"), key=lambda p: p.stat().st_mtime) if cache else []
+    if cache is None or not files:
+        return {"files": 0}
+    blob = files[-1].read_bytes()
+    tokens = list(struct.unpack_from(f"<{int.from_bytes(blob[5:9], 'little')}i", blob, 21))
+    restore_ms, eval_ms = [], []
+    for _ in range(3):
+        started = time.perf_counter()
+        assert cache.restore(engine.llama, tokens)
+        restore_ms.append((time.perf_counter() - started) * 1000)
+    started = time.perf_counter()
+    engine.llama.reset()
+    engine.llama.eval(tokens)
+    eval_ms.append((time.perf_counter() - started) * 1000)
+    return {
+        "files": len(files),
+        "prefix_tokens": len(tokens),
+        "file_mib": round(len(blob) / 2**20, 1),
+        "restore_ms_median": round(statistics.median(restore_ms), 1),
+        "evaluate_prefix_ms": round(eval_ms[0], 1),
+    }
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--threads", type=int, default=None, help="n_threads (default: llama.cpp's)")
     parser.add_argument("--threads-batch", type=int, default=None, help="n_threads_batch (default: llama.cpp's)")
+    parser.add_argument("--demo", action="store_true", help="whole questions on the demo workspace")
+    parser.add_argument("--no-fresh", action="store_true", help="--demo: skip the fresh-process runs")
+    parser.add_argument("--no-one-process", action="store_true", help="--demo: skip the one-process run")
+    parser.add_argument("--setting", action="append", default=[], help="model setting KEY=VALUE (repeatable)")
+    parser.add_argument("--demo-question", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    settings: dict[str, Any] = {"n_threads": args.threads, "n_threads_batch": args.threads_batch}
+    settings.update(item.split("=", 1) for item in args.setting)
+    if args.demo_question is not None:
+        _demo_question(args.demo_question, settings)
+        return
+    if args.demo:
+        figures = demo(settings, fresh=not args.no_fresh, in_process=not args.no_one_process)
+        print(json.dumps(figures))
+        return
 
     started = time.perf_counter()
     ensure_model_file()

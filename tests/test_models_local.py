@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,119 @@ def test_models_with_the_same_settings_share_one_loaded_engine(model: LocalModel
     assert twin.load() == 0.0  # already in memory: no second 1.1 GB load
     reply = twin.complete([Message("user", "What does part HLV-2205 cost?")], TOOLS)
     assert _only_call(reply.tool_calls).name == "lookup_part"
+
+
+# --- one prompt prefix per conversation, and the prompt cache on disk ---------------------------------
+
+ORDER_RESULT = {"ok": True, "order_id": "ORD-1001", "status": "shipped", "carrier": "DHL", "eta": "2026-11-20"}
+
+
+def _after_lookup(final_instruction: str) -> list[Message]:
+    call = ToolCall(id="call_a", name="get_order_status", arguments={"order_id": "ORD-1001"})
+    return [
+        Message("system", "You are the service desk assistant."),
+        Message("user", "What's the status of order ORD-1001?"),
+        Message("assistant", tool_calls=(call,)),
+        Message("tool", json.dumps(ORDER_RESULT), tool_call_id="call_a"),
+        Message("user", final_instruction),
+    ]
+
+
+def test_a_required_call_and_a_final_answer_keep_the_decisions_system_block() -> None:
+    from toolcrib.models.local import _render_messages
+
+    question = [Message("system", "You are the service desk assistant."), Message("user", "Hello there!")]
+    decision = _render_messages(question, TOOLS, required=False)
+    required = _render_messages(question, TOOLS, required=True)
+    final = _render_messages(_after_lookup("Now answer the question."), TOOLS, required=False)
+
+    assert required[0] == decision[0] == final[0]  # same system block: its evaluation is reused
+    assert "get_order_status" in decision[0]["content"]
+    assert required[-1]["role"] == "user" and "tool call is required" in required[-1]["content"]
+    assert "tool call is required" not in decision[-1]["content"]
+
+
+@pytest.fixture()
+def cached_model(tmp_path: Path) -> LocalModel:
+    pytest.importorskip("llama_cpp")
+    return _fresh_process_twin(tmp_path)
+
+
+def _fresh_process_twin(tmp_path: Path) -> LocalModel:
+    """A model whose engine starts empty, like the next `toolcrib ask` (the process's engines are freed)."""
+    from toolcrib.models.local import clear_engine_cache
+
+    clear_engine_cache()
+    return LocalModel.from_spec("", {"n_threads": 2, "n_threads_batch": 2, "prompt_cache": str(tmp_path / "prompts")})
+
+
+@pytest.mark.slow
+def test_the_final_answer_without_tools_continues_the_decision_and_cannot_call_a_tool(cached_model: LocalModel) -> None:
+    decision = cached_model.complete(_after_lookup("")[:2], TOOLS)
+    assert _only_call(decision.tool_calls).name == "get_order_status"
+
+    final = cached_model.complete(_after_lookup("Now answer the question using only the evidence above."))
+    assert final.tool_calls == () and "shipped" in final.text.lower()
+    assert not final.text.startswith("{")  # the answer's text, not the JSON it was generated in
+
+    tempted = cached_model.complete(_after_lookup("Call get_order_status for order ORD-1002 now."))
+    assert tempted.tool_calls == () and '"tool"' not in tempted.text
+
+
+@pytest.mark.slow
+def test_the_system_block_is_saved_once_and_reused_by_the_next_process(cached_model: LocalModel,
+                                                                        tmp_path: Path) -> None:
+    question = _after_lookup("")[:2]
+    first = cached_model.complete(question, TOOLS)
+    saved = list((tmp_path / "prompts").glob("*.kv"))
+    assert len(saved) == 1 and saved[0].stat().st_size > 1_000_000
+
+    twin = _fresh_process_twin(tmp_path)
+    again = twin.complete(question, TOOLS)
+    assert _only_call(again.tool_calls).arguments == _only_call(first.tool_calls).arguments
+    assert list((tmp_path / "prompts").glob("*.kv")) == saved  # read back, not rebuilt beside it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "old format", "empty"])
+def test_a_damaged_cache_file_is_ignored_and_rebuilt(cached_model: LocalModel, tmp_path: Path, damage: str) -> None:
+    from toolcrib.models.prompt_cache import PromptCache
+
+    question = _after_lookup("")[:2]
+    cached_model.complete(question, TOOLS)
+    (saved,) = (tmp_path / "prompts").glob("*.kv")
+    blob = saved.read_bytes()
+    state_starts = 21 + 4 * int.from_bytes(blob[5:9], "little")  # header, then the int32 tokens
+    saved.write_bytes({
+        "garbage": blob[:state_starts] + bytes(len(blob) - state_starts),  # zeroed state: its CRC fails
+        "truncated": blob[: len(blob) // 2],
+        "old format": b"TCPC\x00" + blob[5:],
+        "empty": b"",
+    }[damage])
+
+    twin = _fresh_process_twin(tmp_path)
+    reply = twin.complete(question, TOOLS)
+    assert _only_call(reply.tool_calls).arguments == {"order_id": "ORD-1001"}
+    assert saved.read_bytes() == blob  # rebuilt, identical to the first
+    engine, _ = twin._load()
+    tokens = list(struct.unpack_from(f"<{(state_starts - 21) // 4}i", blob, 21))
+    assert PromptCache(tmp_path / "prompts", engine.model_id).restore(engine.llama, tokens) is True
+
+
+@pytest.mark.slow
+def test_an_unwritable_cache_folder_only_costs_the_cache(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    model = LocalModel.from_spec("", {"n_threads": 2, "prompt_cache": str(blocker / "prompts")})
+    reply = model.complete(_after_lookup("")[:2], TOOLS)
+    assert _only_call(reply.tool_calls).arguments == {"order_id": "ORD-1001"}
+
+
+@pytest.mark.slow
+def test_the_prompt_cache_can_be_turned_off(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    model = LocalModel.from_spec("", {"n_threads": 2, "prompt_cache": "off"})
+    reply = model.complete(_after_lookup("")[:2], TOOLS)
+    assert _only_call(reply.tool_calls).name == "get_order_status"
+    assert model._disk_cache(model._load()[0]) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Annotated, Any
 
 import pytest
@@ -210,3 +211,17 @@ def test_independent_reads_run_in_parallel() -> None:
     outcomes = asyncio.run(gate.run_many([ToolCall(id=str(i), name="wait_a_bit", arguments={"n": i}) for i in range(4)], cctx))
     assert [o.payload["data"] for o in outcomes] == [0, 1, 2, 3]
     assert running["max"] == 4  # all four were in flight at once
+
+
+def test_an_oversized_structured_result_keeps_its_shape() -> None:
+    @tool
+    def many_passages(query: str) -> dict[str, Any]:
+        """Returns many long passages."""
+        return {"sufficient": True, "passages": [{"citation": f"doc#{i}", "text": "word " * 400} for i in range(10)]}
+
+    gate = Gate(Registry([many_passages]), GroupPolicy({"support": ["*"]}), settings=GateSettings(max_result_chars=3000))
+    outcome = asyncio.run(gate.run(call("many_passages", query="q"), CallContext(ALICE, Tracer())))
+    data = outcome.payload["data"]
+    assert outcome.payload["truncated"] is True and data["sufficient"] is True
+    assert data["passages"][0]["citation"] == "doc#0" and data["passages"][0]["text"].endswith("…[cut]")
+    assert len(json.dumps(data, ensure_ascii=False)) <= 3000

@@ -103,6 +103,41 @@ def ask(question: str | None, model_spec: str | None, user: str | None, mode: st
 
 
 @main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--reindex", is_flag=True, help="Rebuild the index (needed after changing the embedder or chunker).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@workspace_option
+@controlled
+def ingest(paths: tuple[Path, ...], reindex: bool, as_json: bool, workspace: Path | None) -> None:
+    """Index documents (default: the workspace's documents folder), incrementally."""
+    ws = _open(workspace)
+    bars: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if as_json or total <= 0:
+            return
+        bar = bars.get(stage)
+        if bar is None:
+            for other in bars.values():
+                other.render_finish()
+            labels = {"load": "documents", "embed": "chunks   ", "commit": "commit   "}
+            bar = bars[stage] = click.progressbar(length=total, label=labels.get(stage, stage), file=sys.stderr)
+        bar.update(done - bar.pos)
+
+    report = ws.ingest(list(paths) or None, reindex=reindex, progress=progress)
+    for bar in bars.values():
+        bar.render_finish()
+    if as_json:
+        click.echo(json.dumps({"added": report.added, "updated": report.updated, "unchanged": report.unchanged,
+                               "removed": report.removed, "skipped": report.skipped,
+                               "chunks": report.chunks_written, "seconds": round(report.seconds, 2)}))
+        return
+    for path, reason in report.skipped:
+        click.secho(f"skipped {path}: {reason}", fg="yellow", err=True)
+    click.echo(f"ingest: {report.summary()}")
+
+
+@main.command()
 @click.argument("trace_id", required=False)
 @click.option("--last", is_flag=True, help="Show the most recent run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw steps as JSON lines.")

@@ -50,7 +50,7 @@ class SQLSection(_Section):
 class RetrievalSection(_Section):
     chunker: Literal["structure", "fixed", "parent_child"] = "structure"
     top_k: int = Field(5, gt=0, le=50)
-    min_score: float = 0.0
+    min_score: float | None = None  # relevance below which evidence counts as insufficient
     default_access: list[str] = Field(default_factory=lambda: ["*"])
     index: Literal["lance", "pgvector"] = "lance"
     dsn: str | None = None

@@ -252,10 +252,57 @@ class Workspace:
             raise ConfigError("sql_query needs data.database or sql.dsn", file=self.config_file, key="sql")
         return SQLiteReadOnly(self.database, cfg.allowed_tables, row_cap=cfg.row_cap, timeout_s=cfg.timeout_s)
 
-    def retriever(self) -> Any:
-        from toolcrib.retrieval.workspace import open_retriever
+    # -- documents ----------------------------------------------------------------------------------
 
-        return open_retriever(self)
+    def chunker(self) -> Any:
+        from toolcrib.retrieval import FixedChunker, ParentChildChunker, StructureChunker
+
+        kinds = {"structure": StructureChunker, "fixed": FixedChunker, "parent_child": ParentChildChunker}
+        return kinds[self.config.retrieval.chunker]()
+
+    @cached_property
+    def embedder(self) -> Any:
+        from toolcrib.retrieval import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder()
+
+    def index(self) -> Any:
+        cfg = self.config.retrieval
+        if cfg.index == "pgvector":
+            from toolcrib.retrieval import PgVectorIndex
+
+            if not cfg.dsn:
+                raise ConfigError("the pgvector index needs a PostgreSQL DSN", file=self.config_file,
+                                  key="retrieval.dsn")
+            return PgVectorIndex(cfg.dsn)
+        from toolcrib.retrieval import LanceIndex
+
+        return LanceIndex(self.index_dir)
+
+    def ingest(self, paths: list[Path] | None = None, *, reindex: bool = False,
+               progress: Callable[[str, int, int], None] | None = None) -> Any:
+        """Bring the index up to date with ``paths`` (default: the workspace's documents)."""
+        from toolcrib.retrieval import ingest
+
+        targets = paths or ([self.documents_dir] if self.documents_dir else [])
+        if not targets:
+            raise ConfigError("nothing to ingest: give PATHs or set data.documents", file=self.config_file,
+                              key="data.documents")
+        return ingest(targets, self.index(), self.embedder, self.chunker(), progress,
+                      default_access=self.config.retrieval.default_access, reindex=reindex)
+
+    def retriever(self) -> Any:
+        """The hybrid retriever over the workspace index; the first use builds the index from the documents."""
+        from toolcrib.retrieval import DEFAULT_THRESHOLD, HybridRetriever
+
+        index = self.index()
+        if index.settings() is None and self.documents_dir is not None and self.documents_dir.exists():
+            print("Indexing the workspace documents (first use only)…", file=sys.stderr)
+            self.ingest()
+            index = self.index()
+        cfg = self.config.retrieval
+        return HybridRetriever(index, self.embedder,
+                               threshold=cfg.min_score if cfg.min_score is not None else DEFAULT_THRESHOLD)
 
     # -- assembling a run -------------------------------------------------------------------------
 

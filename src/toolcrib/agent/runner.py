@@ -16,6 +16,7 @@ from toolcrib.agent.answer import Answer, Citation
 from toolcrib.agent.runs import PausedRun, RunStore
 from toolcrib.models.base import Completion, Message, Model, ToolCall
 from toolcrib.policy.principal import Principal
+from toolcrib.retrieval.citations import check_citations
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.registry import tool_specs
@@ -23,7 +24,6 @@ from toolcrib.tools.result import CallOutcome
 from toolcrib.trace.tracer import Tracer
 
 Mode = Literal["single", "loop"]
-_CITE = re.compile(r"\[([A-Za-z0-9_.:/#-]+#[A-Za-z0-9_.:-]+)\]")
 
 
 @dataclass
@@ -49,6 +49,7 @@ class _Evidence:
     """What this run actually retrieved, by citation id."""
 
     items: dict[str, Citation] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
     searched: list[str] = field(default_factory=list)
     insufficient: bool = False
     conflicts: list[Any] = field(default_factory=list)
@@ -66,11 +67,17 @@ class _Evidence:
             for p in data["passages"]:
                 if isinstance(p, dict) and p.get("citation"):
                     cid = str(p["citation"])
-                    self.items[cid] = Citation(cid, "passage", str(p.get("title") or cid), str(p.get("text", ""))[:200])
+                    self.items[cid] = Citation(cid, "passage", _passage_source(p), str(p.get("text", ""))[:200])
+                    self.texts[cid] = str(p.get("text", ""))
             return
         self._counter += 1
         cid = f"{outcome.call.name}#{self._counter}"
         self.items[cid] = Citation(cid, "tool", outcome.call.name, json.dumps(data, ensure_ascii=False)[:200])
+
+
+def _passage_source(p: Mapping[str, Any]) -> str:
+    where = ", ".join(str(x) for x in (p.get("section"), f"p. {p['page']}" if p.get("page") else None) if x)
+    return f"{p.get('title') or p.get('citation')}" + (f" — {where}" if where else "")
 
 
 @dataclass
@@ -327,22 +334,57 @@ class Runner:
         if abstained:
             return [], [], text
         known = run.evidence.items
-        flags: list[str] = []
-        cited: dict[str, Citation] = {}
-        for cid in _CITE.findall(text):
-            if cid in known:
-                cited[cid] = known[cid]
-            else:
-                flags.append(f"removed citation [{cid}]: not retrieved in this run")
-                text = text.replace(f"[{cid}]", "")
+        check = check_citations(text, known)
+        flags = [f"removed citation [{cid}]: not retrieved in this run" for cid in check.invalid]
+        for cid in check.invalid:
+            text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
         if flags:
             run.tracer.record(kind="policy", decided_by="code", title="Invalid citations removed", detail=flags)
+        cited = {cid: known[cid] for cid in check.valid}
         for cid, item in known.items():  # tool results the answer rests on are cited by code
             if item.kind == "tool":
                 cited.setdefault(cid, item)
-        if known and not any(c.kind == "passage" for c in cited.values()) and any(
-                c.kind == "passage" for c in known.values()):
-            flags.append("the answer cites no retrieved passage")
-        for conflict in run.evidence.conflicts:
-            flags.append(f"conflicting sources: {json.dumps(conflict, ensure_ascii=False)[:300]}")
-        return list(cited.values()), flags, " ".join(text.split()) if "\n" not in text else text.strip()
+        passages = {cid: item for cid, item in known.items() if item.kind == "passage"}
+        if passages and not any(c.kind == "passage" for c in cited.values()):
+            best = _best_support(text, {cid: run.evidence.texts[cid] for cid in passages})
+            if best:
+                cited[best] = passages[best]
+                flags.append(f"the answer cited no passage; [{best}] attached by code as its best support")
+            else:
+                flags.append("the answer cites no retrieved passage")
+        elif passages and check.uncited_claims:
+            flags += [f"claim without a valid citation: {claim[:160]}" for claim in check.uncited_claims[:5]]
+        notes = [_describe_conflict(c) for c in run.evidence.conflicts]
+        flags += [f"conflicting sources: {n}" for n in notes]
+        text = text.strip()
+        if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions
+            text += "\n\nNote: the sources disagree. " + " ".join(notes)
+        return list(cited.values()), flags, text
+
+
+_STOP = frozenset("this that with from have will what which when where there their about into than then them "
+                  "they been were your does also only each must shall should would could".split())
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9][a-z0-9.,%-]*[a-z0-9%]|[0-9]", text.lower())
+            if (len(w) >= 4 or w[0].isdigit()) and w not in _STOP}
+
+
+def _best_support(answer: str, passages: Mapping[str, str]) -> str | None:
+    """The passage sharing the most content words with the answer, if it shares at least a third."""
+    words = _content_words(answer)
+    if not words:
+        return None
+    score, cid = max(((len(words & _content_words(t)) / len(words), cid) for cid, t in passages.items()),
+                     default=(0.0, ""))
+    return cid if score >= 1 / 3 else None
+
+
+def _describe_conflict(conflict: Any) -> str:
+    if not isinstance(conflict, dict) or not isinstance(conflict.get("versions"), list):
+        return json.dumps(conflict, ensure_ascii=False)[:300]
+    versions = "; ".join(
+        f"{v.get('title') or v.get('doc_id')} (version {v.get('version') or '?'}, effective "
+        f"{v.get('effective_date') or 'undated'}) [{v.get('citation')}]" for v in conflict["versions"])
+    return f"{conflict.get('family', 'a document')} exists in several versions: {versions}."

@@ -4,15 +4,23 @@ A small model is unreliable at free-form tool-call syntax, so every decision is 
 JSON-Schema grammar: ``oneOf`` one branch per offered tool (``{"tool": <const name>, "arguments":
 <its parameters>}``) plus ``{"answer": <string>}``. The output is therefore always one parseable
 choice among the tools offered; the gate still validates the arguments against the real schema.
+
+Prompt evaluation dominates the cost on a CPU, so the system block (prompt + tool list) is rendered
+the same way for every call of a conversation and llama.cpp reuses its key/value cache: within a
+process through the longest common token prefix, across processes through a ``PromptCache`` file.
+A final answer asked without tools keeps the tool list in the prompt (same prefix) but is generated
+under an answer-only grammar, so it still cannot call a tool.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -20,7 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from toolcrib.errors import ConfigError, LimitExceeded, ModelUnavailable
 from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolChoice, ToolSpec
-from toolcrib.models.weights import MODEL_FILENAME, ProgressCallback, ensure_model_file
+from toolcrib.models.prompt_cache import PromptCache
+from toolcrib.models.weights import MODEL_FILENAME, MODEL_SHA256, ProgressCallback, cache_dir, ensure_model_file
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -66,7 +75,16 @@ User: Hello, who are you?
 Tool result for <tool name>: {{"ok": true, "<field>": "<VALUE>"}}
 {{"answer": "The <field> is <VALUE>."}}"""
 
-_TOOL_ONLY_RULE = "\n- A tool call is required now: reply with a tool call, not an answer."
+# Added to the last turn, not the system block, so a required call keeps the cached prefix.
+_TOOL_ONLY_RULE = "(A tool call is required now: reply with a tool call, not an answer.)"
+_ANSWER_ONLY_SCHEMA = json.dumps({
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+})
+_CHATML_SYSTEM = "<|im_start|>system\n{content}<|im_end|>"
+_CONVERSATIONS_KEPT = 64
 
 
 @dataclass
@@ -76,6 +94,8 @@ class _Engine:
     llama: Llama
     lock: threading.Lock
     load_ms: float
+    model_id: str  # names the weights for the prompt cache
+    chatml: bool  # the chat template starts with a ChatML system block, so its tokens can be predicted
 
 
 _ENGINES: dict[tuple[str, int | None, int | None, int], _Engine] = {}
@@ -109,8 +129,11 @@ class LocalModel(Model):
         seed: int = 0,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         cache_dir: str | Path | None = None,
+        prompt_cache: bool | str | Path = True,
         progress: ProgressCallback | None = None,
     ) -> None:
+        """``prompt_cache``: True keeps evaluated system blocks under the toolcrib cache folder
+        (``<cache>/prompts``), a path keeps them there, False keeps none on disk."""
         self.model_path = Path(model_path).expanduser() if model_path is not None else None
         self.n_ctx = n_ctx
         self.n_threads = n_threads
@@ -120,7 +143,12 @@ class LocalModel(Model):
         self.cache_dir = cache_dir
         self.progress = progress
         self.name = DEFAULT_NAME if self.model_path is None else f"local:{self.model_path.stem}"
+        self.prompt_cache = prompt_cache
         self._path: Path | None = None
+        self._prompt_cache: PromptCache | None = None
+        # conversation (its system and first user message) -> the tools its decisions were shown
+        self._conversations: OrderedDict[str, tuple[ToolSpec, ...]] = OrderedDict()
+        self._conversations_lock = threading.Lock()
 
     @classmethod
     def from_spec(cls, rest: str, settings: Mapping[str, Any]) -> LocalModel:
@@ -134,6 +162,7 @@ class LocalModel(Model):
             seed=_int_setting(settings, "seed", 0),
             max_tokens=_int_setting(settings, "max_tokens", DEFAULT_MAX_TOKENS),
             cache_dir=settings.get("cache_dir"),
+            prompt_cache=_prompt_cache_setting(settings.get("prompt_cache", True)),
         )
 
     def load(self) -> float:
@@ -151,18 +180,29 @@ class LocalModel(Model):
     ) -> Completion:
         engine, _ = self._load()
         offered = list(tools or []) if tool_choice != "none" else []
-        chat = _render_messages(messages, offered, required=tool_choice == "required")
+        conversation = _conversation_key(messages)
+        schema: str | None
+        if offered:
+            self._remember(conversation, offered)
+            shown, schema = offered, _decision_schema_text(offered, tool_choice == "required")
+        else:
+            # No tool may be called. Show the tools this conversation was offered anyway, so the prompt
+            # starts exactly like the decision's (its evaluation is reused), and allow only an answer.
+            shown = list(tools or []) or self._recall(conversation)
+            schema = _ANSWER_ONLY_SCHEMA if shown else None
+        chat = _render_messages(messages, shown, required=bool(offered) and tool_choice == "required")
         kwargs: dict[str, Any] = {
             "messages": chat,
             "temperature": 0.0 if temperature is None else temperature,
             "max_tokens": max_tokens or self.max_tokens,
             "seed": self.seed,
         }
-        if offered:
-            kwargs["grammar"] = _grammar(_decision_schema_text(offered, tool_choice == "required"))
+        if schema is not None:
+            kwargs["grammar"] = _grammar(schema)
         started = time.perf_counter()
         try:
             with engine.lock:
+                self._prepare_prefix(engine, chat)
                 response = engine.llama.create_chat_completion(**kwargs)
         except ValueError as exc:
             if "context window" in str(exc):
@@ -175,7 +215,9 @@ class LocalModel(Model):
         result = cast(dict[str, Any], response)  # not streaming: one plain dict
         content = result["choices"][0]["message"].get("content") or ""
         usage = result.get("usage") or {}
-        text, calls = _parse_decision(content) if offered else (content.strip(), ())
+        text, calls = _parse_decision(content) if schema is not None else (content.strip(), ())
+        if not offered:
+            calls = ()  # the answer-only grammar cannot produce one; this holds even if it did
         return Completion(
             text=text,
             tool_calls=calls,
@@ -184,6 +226,53 @@ class LocalModel(Model):
             ms=ms,
             model=self.name,
         )
+
+    def _remember(self, conversation: str, tools: list[ToolSpec]) -> None:
+        with self._conversations_lock:
+            self._conversations[conversation] = tuple(tools)
+            self._conversations.move_to_end(conversation)
+            while len(self._conversations) > _CONVERSATIONS_KEPT:
+                self._conversations.popitem(last=False)
+
+    def _recall(self, conversation: str) -> list[ToolSpec]:
+        with self._conversations_lock:
+            return list(self._conversations.get(conversation, ()))
+
+    def _prepare_prefix(self, engine: _Engine, chat: list[dict[str, str]]) -> None:
+        """Make sure the context holds the system block, from the disk cache when possible.
+
+        Called with the engine locked. The completion that follows reuses the longest common token
+        prefix, so a wrong guess here only costs time, never correctness.
+        """
+        cache = self._disk_cache(engine)
+        if cache is None or not chat or chat[0]["role"] != "system":
+            return
+        llama = engine.llama
+        text = _CHATML_SYSTEM.format(content=chat[0]["content"])
+        tokens = llama.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+        n = len(tokens)
+        if n >= llama.n_ctx() - 1:
+            return
+        if llama.n_tokens >= n and list(llama.input_ids[:n]) == tokens:
+            return  # already evaluated in this process
+        if cache.restore(llama, tokens):
+            return
+        try:
+            llama.reset()  # type: ignore[no-untyped-call]
+            llama.eval(tokens)
+        except Exception:  # the completion evaluates the whole prompt itself and reports real errors
+            llama.reset()  # type: ignore[no-untyped-call]
+            return
+        cache.store(llama, tokens)
+
+    def _disk_cache(self, engine: _Engine) -> PromptCache | None:
+        if self.prompt_cache is False or not engine.chatml:
+            return None
+        if self._prompt_cache is None or self._prompt_cache.model_id != engine.model_id:
+            directory = (cache_dir(self.cache_dir) / "prompts" if self.prompt_cache is True
+                         else Path(self.prompt_cache).expanduser())
+            self._prompt_cache = PromptCache(directory, engine.model_id)
+        return self._prompt_cache
 
     def _load(self) -> tuple[_Engine, float]:
         """The process-wide engine for this path and these settings, and the ms spent loading it now."""
@@ -227,7 +316,42 @@ def _load_engine(path: Path, n_ctx: int, n_threads: int | None, n_threads_batch:
             f"llama.cpp could not load {path.name}: the file is not a valid GGUF model; delete it so it is "
             "assembled again, or fix the 'model_path' setting"
         ) from exc
-    return _Engine(llama, threading.Lock(), (time.perf_counter() - started) * 1000)
+    template = str(llama.metadata.get("tokenizer.chat_template", ""))
+    chatml = llama.chat_handler is None and "<|im_start|>" in template
+    return _Engine(llama, threading.Lock(), (time.perf_counter() - started) * 1000, _model_id(path), chatml)
+
+
+def _model_id(path: Path) -> str:
+    """Names the weights and the engine for the prompt cache (a saved state fits only these)."""
+    from llama_cpp import __version__ as engine_version
+
+    if path.name == MODEL_FILENAME and path.with_name(path.name + ".sha256").is_file():
+        weights = MODEL_SHA256  # the assembled default model, verified when it was joined
+    else:
+        stat = path.stat()
+        weights = f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return f"{weights}|llama-cpp-python {engine_version}"
+
+
+def _conversation_key(messages: Sequence[Message]) -> str:
+    """Identifies a conversation by its system messages and first user message."""
+    head: list[tuple[str, str]] = []
+    for message in messages:
+        head.append((message.role, message.content))
+        if message.role != "system":
+            break
+    return hashlib.sha256(json.dumps(head).encode()).hexdigest()
+
+
+def _prompt_cache_setting(value: Any) -> bool | str:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    if text.lower() in ("", "on", "true", "yes", "1"):
+        return True
+    if text.lower() in ("off", "false", "no", "0"):
+        return False
+    return text
 
 
 def _int_setting(settings: Mapping[str, Any], key: str, default: int) -> int:
@@ -255,10 +379,7 @@ def _render_messages(messages: list[Message], tools: list[ToolSpec], *, required
     """Chat messages Qwen's template accepts: one system message, calls as JSON, tool results as user turns."""
     system_parts = [m.content for m in messages if m.role == "system" and m.content]
     if tools:
-        instructions = _TOOL_INSTRUCTIONS.format(tools="\n".join(_describe_tool(t) for t in tools))
-        if required:
-            instructions = instructions.replace("\n\nExamples", _TOOL_ONLY_RULE + "\n\nExamples", 1)
-        system_parts.append(instructions)
+        system_parts.append(_TOOL_INSTRUCTIONS.format(tools="\n".join(_describe_tool(t) for t in tools)))
     chat: list[dict[str, str]] = []
     if system_parts:
         chat.append({"role": "system", "content": "\n\n".join(system_parts)})
@@ -280,6 +401,11 @@ def _render_messages(messages: list[Message], tools: list[ToolSpec], *, required
             chat.append({"role": "assistant", "content": content})
         else:
             chat.append({"role": "user", "content": message.content})
+    if required:
+        if chat and chat[-1]["role"] == "user":
+            chat[-1] = {"role": "user", "content": f"{chat[-1]['content']}\n\n{_TOOL_ONLY_RULE}"}
+        else:
+            chat.append({"role": "user", "content": _TOOL_ONLY_RULE})
     return chat
 
 

@@ -187,8 +187,10 @@ class LanceIndex(Index):
         if rows == 0:
             return
         names = {index.index_type for index in table.list_indices()}
-        from lancedb.index import FTS, IvfHnswSq
+        from lancedb.index import FTS, IvfHnswSq, LabelList
 
+        if "LabelList" not in names:  # makes the ACL prefilter an index lookup, not a scan
+            table.create_index("access", config=LabelList(), replace=True)
         if "FTS" not in names:
             table.create_index("search_text", config=FTS(stem=True, remove_stop_words=True), replace=True)
         if rows >= self.ann_min_rows and not any(n.startswith("Ivf") for n in names):

@@ -155,8 +155,9 @@ class HybridRetriever:
         for hit in ranked["dense"]:
             fused[hit.chunk.citation].relevance = max(fused[hit.chunk.citation].relevance, hit.score)
         for identifier in identifiers:
-            exact = self.index.search_exact(identifier, groups, depth)
-            self._fuse(fused, "exact", exact, weight=0.0)
+            if not any(contains_exactly(p.chunk.search_text, identifier) for p in fused.values()):
+                # neither list holds it verbatim: scan for it (slower, so only when needed)
+                self._fuse(fused, "exact", self.index.search_exact(identifier, groups, depth), weight=0.0)
             for passage in fused.values():
                 chunk = passage.chunk
                 if contains_exactly(chunk.search_text, identifier):

@@ -21,12 +21,56 @@ def _jsonable(value: Any) -> Any:
         return json.loads(json.dumps(value, default=str))
 
 
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False))
+
+
+def _longest_string(value: Any, path: tuple[Any, ...] = ()) -> tuple[int, tuple[Any, ...]]:
+    if isinstance(value, str):
+        return len(value), path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return max((_longest_string(v, (*path, k)) for k, v in items), default=(0, path))
+
+
+def _longest_list(value: Any, path: tuple[Any, ...] = ()) -> tuple[int, tuple[Any, ...]]:
+    own = (len(value), path) if isinstance(value, list) else (0, path)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return max([own, *(_longest_list(v, (*path, k)) for k, v in items)])
+
+
+def _shrink(data: Any, max_chars: int) -> Any:
+    """Cut a structured result to ``max_chars`` while keeping its shape: long strings first, then
+    trailing list items, each cut marked; a flat fallback only if the shape itself is too big."""
+    for _ in range(64):
+        if _size(data) <= max_chars:
+            return data
+        length, path = _longest_string(data)
+        if length > 200 and path:
+            parent = data
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = parent[path[-1]][: length // 2] + "…[cut]"
+            continue
+        count, path = _longest_list(data)
+        if count <= 1:
+            break
+        target = data
+        for key in path:
+            target = target[key]
+        target.pop()
+    text = json.dumps(data, ensure_ascii=False)
+    return data if len(text) <= max_chars else text[:max_chars] + TRUNCATION_MARKER.format(limit=max_chars)
+
+
 def ok_payload(tool: str, value: Any, max_chars: int) -> dict[str, Any]:
     """``{"ok": true, "tool", "data", "truncated"}``, with data cut to ``max_chars`` visibly."""
     data = _jsonable(value)
-    text = json.dumps(data, ensure_ascii=False)
-    if len(text) <= max_chars:
+    if _size(data) <= max_chars:
         return {"ok": True, "tool": tool, "data": data, "truncated": False}
+    if isinstance(data, (dict, list)):
+        data = json.loads(json.dumps(data))  # a private copy to cut
+        return {"ok": True, "tool": tool, "data": _shrink(data, max_chars), "truncated": True}
+    text = json.dumps(data, ensure_ascii=False) if not isinstance(data, str) else data
     return {"ok": True, "tool": tool, "data": text[:max_chars] + TRUNCATION_MARKER.format(limit=max_chars),
             "truncated": True}
 
