@@ -81,17 +81,44 @@ DEMO_QUESTIONS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
 
 
 class _Recording(Model):
-    """The real model, with every completion kept for the report."""
+    """The real model, with every completion kept for the report, and the tokens llama.cpp evaluated."""
 
-    def __init__(self, inner: Model) -> None:
+    def __init__(self, inner: LocalModel) -> None:
         self.inner = inner
         self.name = inner.name
         self.calls: list[Completion] = []
+        self.evaluated: list[tuple[int, float]] = []  # per call: prompt tokens really evaluated, eval ms
+        _count_evaluations()
 
     def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None, **kwargs: Any) -> Completion:
+        before = _EVALUATED.copy()
         reply = self.inner.complete(messages, tools, **kwargs)
+        # every eval() call but one per generated token is prompt evaluation
+        tokens = _EVALUATED["tokens"] - before["tokens"] - max(0, reply.tokens_out - 1)
+        self.evaluated.append((int(tokens), _EVALUATED["ms"] - before["ms"]))
         self.calls.append(reply)
         return reply
+
+
+_EVALUATED: dict[str, float] = {"tokens": 0, "ms": 0.0}
+
+
+def _count_evaluations() -> None:
+    """Count the tokens llama.cpp evaluates (prompt and generated) and the time it takes."""
+    from llama_cpp import Llama
+
+    if getattr(Llama.eval, "_counted", False):
+        return
+    original = Llama.eval
+
+    def counted(self: Llama, tokens: Any) -> None:
+        started = time.perf_counter()
+        original(self, tokens)
+        _EVALUATED["tokens"] += len(tokens)
+        _EVALUATED["ms"] += (time.perf_counter() - started) * 1000
+
+    counted._counted = True  # type: ignore[attr-defined]
+    Llama.eval = counted  # type: ignore[method-assign]
 
 
 def _demo_model(settings: dict[str, Any]) -> LocalModel:
@@ -112,8 +139,11 @@ def _ask_one(ws: Any, model: _Recording, question: str, must: tuple[str, ...], m
     return {
         "question": question,
         "ask_s": round(wall, 2),
-        "model_calls": [{"tokens_in": c.tokens_in, "tokens_out": c.tokens_out, "s": round(c.ms / 1000, 2),
-                         "tool": c.tool_calls[0].name if c.tool_calls else None} for c in calls],
+        "model_calls": [{"tokens_in": c.tokens_in, "evaluated": e[0], "tokens_out": c.tokens_out,
+                         "s": round(c.ms / 1000, 2), "eval_s": round(e[1] / 1000, 2),
+                         "tool": c.tool_calls[0].name if c.tool_calls else None}
+                        for c, e in zip(calls, model.evaluated[before:])],
+        "evaluated": sum(e[0] for e in model.evaluated[before:]),
         "model_s": round(sum(c.ms for c in calls) / 1000, 2),
         "tokens_in": sum(c.tokens_in for c in calls),
         "correct": correct,
@@ -136,7 +166,8 @@ def _demo_question(question_index: int, settings: dict[str, Any]) -> None:
 
 
 def _print_row(row: dict[str, Any]) -> None:
-    calls = " + ".join(f"{c['tokens_in']}in/{c['s']}s" for c in row["model_calls"])
+    calls = " + ".join(f"{c['evaluated']}/{c['tokens_in']}in,{c['tokens_out']}out {c['s']}s"
+                       for c in row["model_calls"])
     print(f"{row['ask_s']:7.1f} s  {'ok ' if row['correct'] else 'BAD'}  {row['question'][:48]:48}  [{calls}]  "
           f"{row['answer'][:70]!r}", flush=True)
 
@@ -173,6 +204,7 @@ def demo(settings: dict[str, Any], fresh: bool, in_process: bool) -> dict[str, A
             "median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 2),
             "median_ask_s": round(statistics.median(r["ask_s"] for r in rows), 2),
             "median_tokens_in": statistics.median(r["tokens_in"] for r in rows),
+            "median_tokens_evaluated": statistics.median(r["evaluated"] for r in rows),
             "correct": sum(r["correct"] for r in rows),
         }
     if in_process:
@@ -189,6 +221,7 @@ def demo(settings: dict[str, Any], fresh: bool, in_process: bool) -> dict[str, A
             "median_ask_s_after_first": round(statistics.median(r["ask_s"] for r in rows[1:]), 2),
             "total_s": round(time.perf_counter() - started, 2),
             "median_tokens_in": statistics.median(r["tokens_in"] for r in rows),
+            "median_tokens_evaluated": statistics.median(r["evaluated"] for r in rows),
             "correct": sum(r["correct"] for r in rows),
         }
     figures["questions"] = len(DEMO_QUESTIONS)
@@ -216,7 +249,7 @@ def _prompt_cache_figures(settings: dict[str, Any]) -> dict[str, Any]:
         assert cache.restore(engine.llama, tokens)
         restore_ms.append((time.perf_counter() - started) * 1000)
     started = time.perf_counter()
-    engine.llama.reset()
+    engine.llama.reset()  # type: ignore[no-untyped-call]
     engine.llama.eval(tokens)
     eval_ms.append((time.perf_counter() - started) * 1000)
     return {

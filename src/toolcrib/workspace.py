@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from toolcrib.agent.runner import Limits, Runner, RunnerSettings
 from toolcrib.agent.runs import RunStore
@@ -35,6 +35,7 @@ from toolcrib.trace.tracer import JsonlExporter, Tracer
 CONFIG_NAME = "toolcrib.toml"
 WORKSPACE_ENV = "TOOLCRIB_WORKSPACE"
 HOME_ENV = "TOOLCRIB_HOME"
+G = TypeVar("G", bound=Gate)
 DEMO_SOURCE = Path(__file__).parent / "demo" / "workspace"
 
 
@@ -306,17 +307,18 @@ class Workspace:
 
     # -- assembling a run -------------------------------------------------------------------------
 
-    def gate(self) -> Gate:
+    def gate(self, *, approvals: Any = None, audit: Any = None, cls: type[G] = Gate) -> G:  # type: ignore[assignment]
+        """The workspace's Gate; ``approvals``/``audit`` replace its stores (an eval run keeps its own)."""
         from toolcrib.policy.envelope import SafetyEnvelope
         from toolcrib.policy.scanner import PatternScanner
 
         envelope = (SafetyEnvelope.from_config(self.config.envelopes, file=self.config_file)
                     if self.config.envelopes else None)
-        return Gate(self.registry, self.policy,
-                    settings=GateSettings(max_result_chars=self.config.tools.max_result_chars,
-                                          approval_ttl_s=self.config.policy.approval_ttl_s),
-                    approvals=self.approvals(), audit=self.audit(),
-                    envelope=envelope, scanner=PatternScanner())
+        return cls(self.registry, self.policy,
+                   settings=GateSettings(max_result_chars=self.config.tools.max_result_chars,
+                                         approval_ttl_s=self.config.policy.approval_ttl_s),
+                   approvals=approvals or self.approvals(), audit=audit or self.audit(),
+                   envelope=envelope, scanner=PatternScanner())
 
     @property
     def policy_dsn(self) -> str | None:
@@ -347,7 +349,7 @@ class Workspace:
         exporter = JsonlExporter(self.traces_dir)
         return lambda: Tracer([exporter])
 
-    def runner(self, model: Model | None = None, *, mode: str | None = None) -> Runner:
+    def runner(self, model: Model | None = None, *, mode: str | None = None, gate: Gate | None = None) -> Runner:
         cfg = self.config
         lim = cfg.limits
         settings = RunnerSettings(
@@ -355,7 +357,7 @@ class Workspace:
             limits=Limits(rounds=lim.rounds, tool_calls=lim.tool_calls, wall_s=lim.wall_s, tokens=lim.tokens),
             require_evidence=cfg.workspace.require_evidence, name=cfg.workspace.name,
             system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens)
-        return Runner(model or self.model(), self.gate(), settings, resources=self.resources,
+        return Runner(model or self.model(), gate or self.gate(), settings, resources=self.resources,
                       tracer_factory=self.tracer_factory(), runs=RunStore(self.state_dir / "runs"))
 
 

@@ -34,8 +34,8 @@ RESULTS_DIR = "evals"
 class RecordingGate(Gate):
     """The workspace's Gate, unchanged, that also keeps every outcome (full payloads) per trace."""
 
-    def __init__(self, inner: Gate) -> None:  # shares the inner gate's state; no second construction
-        self.__dict__.update(inner.__dict__)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.outcomes: dict[str, list[CallOutcome]] = {}
 
     async def run(self, call: ToolCall, cctx: CallContext, *, proposal_id: str | None = None) -> CallOutcome:
@@ -124,16 +124,13 @@ def run_set(
     run_id = run_id or new_run_id(model_spec, mode)
     out_dir = ws.state_dir / RESULTS_DIR
     work = out_dir / "runs" / run_id
-    runner: Runner = ws.runner(model, mode=mode)
     from toolcrib.policy.approvals import SQLiteApprovalStore
     from toolcrib.policy.audit import SQLiteAuditStore
 
     work.mkdir(parents=True, exist_ok=True)
-    inner = runner.gate
-    inner.approvals = SQLiteApprovalStore(work / "approvals.sqlite")
-    inner.audit = SQLiteAuditStore(work / "audit.sqlite")
-    gate = RecordingGate(inner)
-    runner.gate = gate
+    gate = ws.gate(approvals=SQLiteApprovalStore(work / "approvals.sqlite"),
+                   audit=SQLiteAuditStore(work / "audit.sqlite"), cls=RecordingGate)
+    runner: Runner = ws.runner(model, mode=mode, gate=gate)
     runner.runs = None
     exporter = JsonlExporter(work / "traces")
     tracers: list[Tracer] = []
