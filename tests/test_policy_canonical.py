@@ -49,4 +49,5 @@ def test_approval_refused_is_a_controlled_denial() -> None:
     err = ApprovalRefused("edited")
     assert err.reason == "edited"
     assert err.to_result() == {"ok": False, "error": {
-        "code": "approval_refused", "message": "the call differs from the one that was approved"}}
+        "code": "approval_refused", "message": "the call differs from the one that was approved",
+        "reason": "edited"}}

@@ -10,17 +10,13 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import sqlite3
-import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
-from toolcrib.errors import ConfigError, MissingDependency
+from toolcrib.policy._connections import PostgresConnection, SQLiteConnection
 from toolcrib.policy.canonical import canonical_json
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import Approval, ApprovalRefused, Proposal, RefusalReason, proposal_hash
@@ -137,17 +133,18 @@ def _approval(row: Sequence[Any]) -> Approval | None:
 
 
 class _SQLApprovalStore(ApprovalStore):
-    """The shared logic; subclasses give a transaction, a placeholder style and row locks."""
+    """The shared logic; subclasses give a connection, a placeholder style and row locks."""
 
     _for_update = ""
+    _db: SQLiteConnection | PostgresConnection
 
     def __init__(self, *, clock: Callable[[], float], pending_ttl_s: float) -> None:
         self._clock = clock
         self.pending_ttl_s = pending_ttl_s
 
-    @abstractmethod
     def _tx(self, write: bool = True) -> Any:
         """A context manager: one transaction (serialising writers when ``write``), yielding a cursor."""
+        return self._db.tx(write)
 
     def _sql(self, text: str) -> str:
         return text
@@ -355,6 +352,9 @@ class _SQLApprovalStore(ApprovalStore):
             return None
         return row[0], json.loads(row[1])
 
+    def close(self) -> None:
+        self._db.close()
+
 
 def _mismatch(
     stored: Proposal,
@@ -385,14 +385,6 @@ CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (stat
 """
 
 
-def _sqlite_connect(path: str) -> sqlite3.Connection:
-    """Autocommit connection (transactions are explicit), WAL, fully synchronous, 30 s busy wait."""
-    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    return conn
-
-
 class SQLiteApprovalStore(_SQLApprovalStore):
     """Approvals in a SQLite file: the embedded default. Safe across threads and processes."""
 
@@ -405,39 +397,8 @@ class SQLiteApprovalStore(_SQLApprovalStore):
     ) -> None:
         super().__init__(clock=clock, pending_ttl_s=pending_ttl_s)
         self.path = os.fspath(path)
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = 0
-        with self._tx() as cur:
-            for statement in _SQLITE_SCHEMA.split(";"):
-                if statement.strip():
-                    cur.execute(statement)
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None or self._pid != os.getpid():  # never reuse a forked parent's handle
-            self._conn = _sqlite_connect(self.path)
-            self._pid = os.getpid()
-        return self._conn
-
-    @contextmanager
-    def _tx(self, write: bool = True) -> Iterator[sqlite3.Cursor]:
-        with self._lock:
-            conn = self._connection()
-            # IMMEDIATE takes the write lock before the first read, so claims are serialised
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield conn.cursor()
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
+        self._db = SQLiteConnection(self.path)
+        self._db.migrate([s for s in _SQLITE_SCHEMA.split(";") if s.strip()])
 
 
 _POSTGRES_SCHEMA = """
@@ -454,65 +415,6 @@ CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (stat
 """
 
 
-class _PostgresConnection:
-    """One psycopg 3 connection per store and process, optionally pinned to a schema."""
-
-    def __init__(self, dsn: str, schema: str | None, what: str) -> None:
-        try:
-            import psycopg
-        except ImportError:
-            raise MissingDependency(f"the PostgreSQL {what}", "postgres") from None
-        self._psycopg = psycopg
-        self.dsn = dsn
-        self.schema = schema
-        self.what = what
-        self._lock = threading.RLock()
-        self._conn: Any = None
-        self._pid = 0
-
-    def _connection(self) -> Any:
-        conn = self._conn
-        if conn is None or conn.closed or conn.broken or self._pid != os.getpid():
-            try:
-                conn = self._psycopg.connect(self.dsn, autocommit=True)
-            except self._psycopg.OperationalError as exc:
-                raise ConfigError(f"cannot connect to PostgreSQL for the {self.what}: {exc}".strip(),
-                                  key="dsn") from None
-            if self.schema:
-                from psycopg import sql
-
-                conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
-            self._conn, self._pid = conn, os.getpid()
-        return conn
-
-    @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        with self._lock:
-            conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
-                yield cur
-
-    def migrate(self, statements: Sequence[str]) -> None:
-        """Create the schema and tables once, serialised across processes."""
-        from psycopg import sql
-
-        with self._lock:
-            conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(hashtext('toolcrib.migrate'))")
-                if self.schema:
-                    cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
-                        sql.Identifier(self.schema)))
-                for statement in statements:
-                    cur.execute(statement)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
-
-
 class PostgresApprovalStore(_SQLApprovalStore):
     """Approvals in PostgreSQL, so stateless ``toolcrib serve`` processes share them."""
 
@@ -527,17 +429,11 @@ class PostgresApprovalStore(_SQLApprovalStore):
         pending_ttl_s: float = 86_400.0,
     ) -> None:
         super().__init__(clock=clock, pending_ttl_s=pending_ttl_s)
-        self._db = _PostgresConnection(dsn, schema, "approval store")
+        self._db = PostgresConnection(dsn, schema, "approval store")
         self._db.migrate([s for s in _POSTGRES_SCHEMA.split(";") if s.strip()])
-
-    def _tx(self, write: bool = True) -> Any:
-        return self._db.transaction()
 
     def _sql(self, text: str) -> str:
         return text.replace("?", "%s")
 
     def _lock_key(self, cur: _Cursor, key: str) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
-
-    def close(self) -> None:
-        self._db.close()

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from toolcrib.policy.approvals import _PostgresConnection, _sqlite_connect
+from toolcrib.policy._connections import PostgresConnection, SQLiteConnection
 from toolcrib.policy.canonical import canonical_json, sha256_hex
 
 EVENTS = frozenset({
@@ -160,14 +157,16 @@ def _record(row: Sequence[Any]) -> AuditRecord:
 
 
 class _SQLAuditStore(AuditStore):
-    """Shared logic; subclasses give the transaction that serialises appends."""
+    """Shared logic; subclasses give the connection, whose write transaction serialises appends."""
+
+    _db: SQLiteConnection | PostgresConnection
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
 
-    @abstractmethod
     def _tx(self, write: bool = True) -> Any:
         """A context manager yielding a cursor; with ``write``, appends are serialised."""
+        return self._db.tx(write)
 
     def _sql(self, text: str) -> str:
         return text
@@ -217,6 +216,9 @@ class _SQLAuditStore(AuditStore):
             last = cur.fetchone()
         return (last[0], last[1]) if last else (0, GENESIS_HASH)
 
+    def close(self) -> None:
+        self._db.close()
+
 
 _SQLITE_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS toolcrib_audit (
@@ -236,37 +238,8 @@ class SQLiteAuditStore(_SQLAuditStore):
     def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> None:
         super().__init__(clock)
         self.path = os.fspath(path)
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = 0
-        with self._tx() as cur:
-            for statement in _SQLITE_SCHEMA:
-                cur.execute(statement)
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None or self._pid != os.getpid():
-            self._conn = _sqlite_connect(self.path)
-            self._pid = os.getpid()
-        return self._conn
-
-    @contextmanager
-    def _tx(self, write: bool = True) -> Iterator[sqlite3.Cursor]:
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield conn.cursor()
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
+        self._db = SQLiteConnection(self.path)
+        self._db.migrate(_SQLITE_SCHEMA)
 
 
 _POSTGRES_SCHEMA = [
@@ -290,12 +263,12 @@ class PostgresAuditStore(_SQLAuditStore):
     def __init__(self, dsn: str, *, schema: str | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         super().__init__(clock)
-        self._db = _PostgresConnection(dsn, schema, "audit store")
+        self._db = PostgresConnection(dsn, schema, "audit store")
         self._db.migrate(_POSTGRES_SCHEMA)
 
     @contextmanager
     def _tx(self, write: bool = True) -> Iterator[Any]:
-        with self._db.transaction() as cur:
+        with self._db.tx() as cur:
             if write:
                 # EXCLUSIVE blocks other appends until commit but not readers: one chain order
                 cur.execute("LOCK TABLE toolcrib_audit IN EXCLUSIVE MODE")
@@ -303,6 +276,3 @@ class PostgresAuditStore(_SQLAuditStore):
 
     def _sql(self, text: str) -> str:
         return text.replace("?", "%s")
-
-    def close(self) -> None:
-        self._db.close()

@@ -1,0 +1,132 @@
+"""The database connections the approval and audit stores share: one per store and process,
+re-opened after a fork, guarded by a lock, handing out one transaction at a time."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from toolcrib.errors import ConfigError, MissingDependency
+
+
+def _sqlite_connect(path: str) -> sqlite3.Connection:
+    """Autocommit connection (transactions are explicit), WAL, fully synchronous, 30 s busy wait."""
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Closable)
+
+
+class _PerProcess(Generic[_C]):
+    """A lazily opened connection, used under a lock, never reused by a forked child."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._conn: _C | None = None
+        self._pid = 0
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+
+class SQLiteConnection(_PerProcess[sqlite3.Connection]):
+    """One SQLite connection per store and process; the file's folder is created if missing."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():  # never reuse a forked parent's handle
+            self._conn = _sqlite_connect(self.path)
+            self._pid = os.getpid()
+        return self._conn
+
+    @contextmanager
+    def tx(self, write: bool = True) -> Iterator[sqlite3.Cursor]:
+        """One transaction, yielding a cursor; with ``write`` it holds the write lock throughout."""
+        with self._lock:
+            conn = self._connection()
+            # IMMEDIATE takes the write lock before the first read, so claims are serialised
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield conn.cursor()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def migrate(self, statements: Sequence[str]) -> None:
+        """Run the schema statements in one write transaction."""
+        with self.tx() as cur:
+            for statement in statements:
+                cur.execute(statement)
+
+
+class PostgresConnection(_PerProcess[Any]):
+    """One psycopg 3 connection per store and process, optionally pinned to a schema.
+
+    ``what`` names the store in error messages ("approval store", "audit store")."""
+
+    def __init__(self, dsn: str, schema: str | None, what: str) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            raise MissingDependency(f"the PostgreSQL {what}", "postgres") from None
+        super().__init__()
+        self._psycopg = psycopg
+        self.dsn = dsn
+        self.schema = schema
+        self.what = what
+
+    def _connection(self) -> Any:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken or self._pid != os.getpid():
+            try:
+                conn = self._psycopg.connect(self.dsn, autocommit=True)
+            except self._psycopg.OperationalError as exc:
+                raise ConfigError(f"cannot connect to PostgreSQL for the {self.what}: {exc}".strip(),
+                                  key="dsn") from None
+            if self.schema:
+                from psycopg import sql
+
+                conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+            self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    @contextmanager
+    def tx(self, write: bool = True) -> Iterator[Any]:
+        """One transaction, yielding a cursor. ``write`` takes no lock here: callers serialise
+        writers with row, advisory or table locks that fit their data."""
+        with self._lock:
+            conn = self._connection()
+            with conn.transaction(), conn.cursor() as cur:
+                yield cur
+
+    def migrate(self, statements: Sequence[str]) -> None:
+        """Create the schema and tables once, serialised across processes."""
+        from psycopg import sql
+
+        with self.tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext('toolcrib.migrate'))")
+            if self.schema:
+                cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                    sql.Identifier(self.schema)))
+            for statement in statements:
+                cur.execute(statement)
