@@ -233,11 +233,9 @@ def _prompt_cache_figures(settings: dict[str, Any]) -> dict[str, Any]:
     """Size of the saved system block of the demo, and reading it back vs. evaluating it again."""
     import struct
 
-    from toolcrib.models.prompt_cache import PromptCache
-
     model = _demo_model(settings)
     engine, _ = model._load()
-    cache = model._disk_cache(engine)
+    cache = model._disk_cache(engine) if hasattr(model, "_disk_cache") else None  # None: older code
     files = sorted(cache.directory.glob("*.kv"), key=lambda p: p.stat().st_mtime) if cache else []
     if cache is None or not files:
         return {"files": 0}

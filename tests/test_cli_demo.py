@@ -241,3 +241,15 @@ def test_approvals_and_audit_can_live_in_postgresql(ws: Path, tmp_path: Path, mo
     finally:
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_a_refused_live_reading_falls_back_to_the_archive_which_says_it_is_not_live(ws: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, [call("live_read_temperature", channel="C"), call("query_archived_reading", channel="C"),
+                              "The live reading is not available to you; the archived value is 24.1 °C at 09:00 "
+                              "[query_archived_reading#1], which is not a live measurement."])
+    answer = ask_json(ws, "What is the live temperature on channel C right now?", model, "--mode", "loop")
+    assert answer["refused"][0]["name"] == "live_read_temperature"
+    assert answer["refused"][0]["error"]["code"] == "not_permitted"
+    assert [c["name"] for c in answer["executed"]] == ["query_archived_reading"]
+    snippet = answer["citations"][0]["snippet"]
+    assert '"live": false' in snippet and "24.1" in snippet

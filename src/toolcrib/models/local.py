@@ -5,22 +5,19 @@ JSON-Schema grammar: ``oneOf`` one branch per offered tool (``{"tool": <const na
 <its parameters>}``) plus ``{"answer": <string>}``. The output is therefore always one parseable
 choice among the tools offered; the gate still validates the arguments against the real schema.
 
-Prompt evaluation dominates the cost on a CPU, so the system block (prompt + tool list) is rendered
-the same way for every call of a conversation and llama.cpp reuses its key/value cache: within a
-process through the longest common token prefix, across processes through a ``PromptCache`` file.
-A final answer asked without tools keeps the tool list in the prompt (same prefix) but is generated
-under an answer-only grammar, so it still cannot call a tool.
+Prompt evaluation dominates the cost on a CPU. The system block (prompt + tool list) is the same
+for every decision of a workspace and user, whatever the tool choice, so llama.cpp reuses its
+key/value cache: within a process through the longest common token prefix, across processes (each
+``toolcrib ask`` is one) through a ``PromptCache`` file read back in milliseconds.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -77,14 +74,8 @@ Tool result for <tool name>: {{"ok": true, "<field>": "<VALUE>"}}
 
 # Added to the last turn, not the system block, so a required call keeps the cached prefix.
 _TOOL_ONLY_RULE = "(A tool call is required now: reply with a tool call, not an answer.)"
-_ANSWER_ONLY_SCHEMA = json.dumps({
-    "type": "object",
-    "properties": {"answer": {"type": "string"}},
-    "required": ["answer"],
-    "additionalProperties": False,
-})
 _CHATML_SYSTEM = "<|im_start|>system\n{content}<|im_end|>"
-_CONVERSATIONS_KEPT = 64
+_DESCRIPTION_CHARS = 1200  # per tool, in the prompt
 
 
 @dataclass
@@ -146,9 +137,6 @@ class LocalModel(Model):
         self.prompt_cache = prompt_cache
         self._path: Path | None = None
         self._prompt_cache: PromptCache | None = None
-        # conversation (its system and first user message) -> the tools its decisions were shown
-        self._conversations: OrderedDict[str, tuple[ToolSpec, ...]] = OrderedDict()
-        self._conversations_lock = threading.Lock()
 
     @classmethod
     def from_spec(cls, rest: str, settings: Mapping[str, Any]) -> LocalModel:
@@ -180,29 +168,20 @@ class LocalModel(Model):
     ) -> Completion:
         engine, _ = self._load()
         offered = list(tools or []) if tool_choice != "none" else []
-        conversation = _conversation_key(messages)
-        schema: str | None
-        if offered:
-            self._remember(conversation, offered)
-            shown, schema = offered, _decision_schema_text(offered, tool_choice == "required")
-        else:
-            # No tool may be called. Show the tools this conversation was offered anyway, so the prompt
-            # starts exactly like the decision's (its evaluation is reused), and allow only an answer.
-            shown = list(tools or []) or self._recall(conversation)
-            schema = _ANSWER_ONLY_SCHEMA if shown else None
-        chat = _render_messages(messages, shown, required=bool(offered) and tool_choice == "required")
+        chat = _render_messages(messages, offered, required=tool_choice == "required")
         kwargs: dict[str, Any] = {
             "messages": chat,
             "temperature": 0.0 if temperature is None else temperature,
             "max_tokens": max_tokens or self.max_tokens,
             "seed": self.seed,
         }
-        if schema is not None:
-            kwargs["grammar"] = _grammar(schema)
+        if offered:
+            kwargs["grammar"] = _grammar(_decision_schema_text(offered, tool_choice == "required"))
         started = time.perf_counter()
         try:
             with engine.lock:
-                self._prepare_prefix(engine, chat)
+                if offered:  # the long, stable system block is the one with the tool list
+                    self._prepare_prefix(engine, chat)
                 response = engine.llama.create_chat_completion(**kwargs)
         except ValueError as exc:
             if "context window" in str(exc):
@@ -215,9 +194,7 @@ class LocalModel(Model):
         result = cast(dict[str, Any], response)  # not streaming: one plain dict
         content = result["choices"][0]["message"].get("content") or ""
         usage = result.get("usage") or {}
-        text, calls = _parse_decision(content) if schema is not None else (content.strip(), ())
-        if not offered:
-            calls = ()  # the answer-only grammar cannot produce one; this holds even if it did
+        text, calls = _parse_decision(content) if offered else (content.strip(), ())
         return Completion(
             text=text,
             tool_calls=calls,
@@ -226,17 +203,6 @@ class LocalModel(Model):
             ms=ms,
             model=self.name,
         )
-
-    def _remember(self, conversation: str, tools: list[ToolSpec]) -> None:
-        with self._conversations_lock:
-            self._conversations[conversation] = tuple(tools)
-            self._conversations.move_to_end(conversation)
-            while len(self._conversations) > _CONVERSATIONS_KEPT:
-                self._conversations.popitem(last=False)
-
-    def _recall(self, conversation: str) -> list[ToolSpec]:
-        with self._conversations_lock:
-            return list(self._conversations.get(conversation, ()))
 
     def _prepare_prefix(self, engine: _Engine, chat: list[dict[str, str]]) -> None:
         """Make sure the context holds the system block, from the disk cache when possible.
@@ -333,16 +299,6 @@ def _model_id(path: Path) -> str:
     return f"{weights}|llama-cpp-python {engine_version}"
 
 
-def _conversation_key(messages: Sequence[Message]) -> str:
-    """Identifies a conversation by its system messages and first user message."""
-    head: list[tuple[str, str]] = []
-    for message in messages:
-        head.append((message.role, message.content))
-        if message.role != "system":
-            break
-    return hashlib.sha256(json.dumps(head).encode()).hexdigest()
-
-
 def _prompt_cache_setting(value: Any) -> bool | str:
     if isinstance(value, bool):
         return value
@@ -417,7 +373,24 @@ def _describe_tool(tool: ToolSpec) -> str:
         f"{name}: {_type_label(schema)}{'' if name in required else ' (optional)'}"
         for name, schema in properties.items()
     )
-    return f"- {tool.name}({params}): {tool.description.strip().splitlines()[0] if tool.description else ''}"
+    return f"- {tool.name}({params}): {_description(tool.description)}"
+
+
+def _description(text: str, limit: int = _DESCRIPTION_CHARS) -> str:
+    """The description's lines (indented under the signature) up to ``limit`` characters, cut at a line.
+
+    Further lines are kept because they carry what the model needs, such as ``sql_query``'s tables and
+    columns (without them the model invents column names); the prefix cache makes them nearly free.
+    """
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    kept = lines[:1]
+    size = len(kept[0]) if kept else 0
+    for line in lines[1:]:
+        size += len(line) + 3
+        if size > limit:
+            break
+        kept.append(line)
+    return "\n  ".join(kept)
 
 
 def _type_label(schema: Mapping[str, Any]) -> str:
