@@ -282,7 +282,7 @@ def main() -> None:
     started = time.perf_counter()
     ensure_model_file()
     ensure_ms = (time.perf_counter() - started) * 1000
-    model = LocalModel.from_spec("", {"n_threads": args.threads, "n_threads_batch": args.threads_batch})
+    model = LocalModel.from_spec("", {k: v for k, v in settings.items() if v is not None})
     load_ms = model.load()
     rss_after_load = _rss_mib()
 

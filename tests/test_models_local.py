@@ -109,9 +109,10 @@ def test_a_file_that_is_not_gguf_raises_model_unavailable(tmp_path: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def model() -> LocalModel:
+def model(tmp_path_factory: pytest.TempPathFactory) -> LocalModel:
     pytest.importorskip("llama_cpp")
-    return LocalModel.from_spec("", {"n_threads": 2, "n_threads_batch": 2})
+    prompts = tmp_path_factory.mktemp("prompts")  # never the user's cache
+    return LocalModel.from_spec("", {"n_threads": 2, "n_threads_batch": 2, "prompt_cache": str(prompts)})
 
 
 def _only_call(reply_calls: tuple[ToolCall, ...]) -> ToolCall:
@@ -212,7 +213,7 @@ def test_pydantic_schemas_with_defs_and_unsupported_keywords_become_a_strict_gra
 @pytest.mark.slow
 def test_models_with_the_same_settings_share_one_loaded_engine(model: LocalModel) -> None:
     model.load()
-    twin = LocalModel.from_spec("", {"n_threads": 2, "n_threads_batch": 2})
+    twin = LocalModel.from_spec("", {"n_threads": 2, "n_threads_batch": 2, "prompt_cache": model.prompt_cache})
     assert twin.load() == 0.0  # already in memory: no second 1.1 GB load
     reply = twin.complete([Message("user", "What does part HLV-2205 cost?")], TOOLS)
     assert _only_call(reply.tool_calls).name == "lookup_part"
