@@ -114,7 +114,7 @@ def ingest(paths: tuple[Path, ...], reindex: bool, as_json: bool, workspace: Pat
     bars: dict[str, Any] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
-        if as_json or total <= 0:
+        if as_json or total <= 0 or not sys.stderr.isatty():
             return
         bar = bars.get(stage)
         if bar is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -18,7 +19,7 @@ def prepare_model(ws: Any, spec: str | None, *, quiet: bool = False) -> Model:
     bars: dict[str, Any] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
-        if quiet:
+        if quiet or not sys.stderr.isatty():  # a bar only where a person watches; logs get the lines below
             return
         bar = bars.get(stage)
         if bar is None:
