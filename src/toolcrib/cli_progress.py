@@ -19,12 +19,18 @@ def prepare_model(ws: Any, spec: str | None, *, quiet: bool = False) -> Model:
     bars: dict[str, Any] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
-        if quiet or not sys.stderr.isatty():  # a bar only where a person watches; logs get the lines below
+        if quiet:
+            return
+        if not sys.stderr.isatty():  # a bar only where a person watches; a log gets one line per stage
+            if stage not in bars:
+                bars[stage] = None
+                click.echo(f"{stage.capitalize()} the model file (first use only)…", err=True)
             return
         bar = bars.get(stage)
         if bar is None:
             for other in bars.values():
-                other.render_finish()
+                if other is not None:
+                    other.render_finish()
             bar = bars[stage] = click.progressbar(length=max(total, 1), label=f"{stage} (first use only)",
                                                   file=click.get_text_stream("stderr"))
         bar.update(done - bar.pos)
@@ -34,5 +40,6 @@ def prepare_model(ws: Any, spec: str | None, *, quiet: bool = False) -> Model:
         click.echo("Loading the local model…", err=True)
     load()
     for bar in bars.values():
-        bar.render_finish()
+        if bar is not None:
+            bar.render_finish()
     return model
