@@ -201,6 +201,8 @@ class Workspace:
     @cached_property
     def registry(self) -> Registry:
         registry = Registry()
+        for name in self.config.tools.builtin:  # first: small models favour the tools listed first
+            registry.add(self._builtin_tool(name))
         for module_path in self.config.tools.modules:
             path = self.root / module_path
             if not path.exists():
@@ -209,8 +211,6 @@ class Workspace:
             for value in vars(_load_module(path)).values():
                 if isinstance(value, Tool):
                     registry.add(value)
-        for name in self.config.tools.builtin:
-            registry.add(self._builtin_tool(name))
         known = set(registry.names())
         for group, section in self.config.groups.items():
             for tool_name in [*section.tools, *section.approve]:

@@ -22,7 +22,10 @@ def _vector_search(
     *,
     ctx: ToolContext,
 ) -> dict[str, Any]:
-    """Search the workspace documents for passages that answer a question; cite them as [citation].
+    """Search the company documents (policies, contracts and their clauses, guides, manuals, FAQs, handbooks).
+
+    Use it for any question about what a document says: a policy, a rule, a procedure, a clause, a
+    limit, a time window, a fee or a version. Returns passages to cite as [citation].
 
     Args:
         query: what to look for, in the user's words; include exact part numbers, order ids or clause numbers.
