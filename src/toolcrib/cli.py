@@ -110,23 +110,13 @@ def ask(question: str | None, model_spec: str | None, user: str | None, mode: st
 @controlled
 def ingest(paths: tuple[Path, ...], reindex: bool, as_json: bool, workspace: Path | None) -> None:
     """Index documents (default: the workspace's documents folder), incrementally."""
+    from toolcrib.cli_progress import StageProgress
+
     ws = _open(workspace)
-    bars: dict[str, Any] = {}
-
-    def progress(stage: str, done: int, total: int) -> None:
-        if as_json or total <= 0 or not sys.stderr.isatty():
-            return
-        bar = bars.get(stage)
-        if bar is None:
-            for other in bars.values():
-                other.render_finish()
-            labels = {"load": "documents", "embed": "chunks   ", "commit": "commit   "}
-            bar = bars[stage] = click.progressbar(length=total, label=labels.get(stage, stage), file=sys.stderr)
-        bar.update(done - bar.pos)
-
+    progress = StageProgress({"load": "Reading documents", "embed": "Embedding chunks", "commit": "Writing the index"},
+                             quiet=as_json)
     report = ws.ingest(list(paths) or None, reindex=reindex, progress=progress)
-    for bar in bars.values():
-        bar.render_finish()
+    progress.finish()
     if as_json:
         click.echo(json.dumps({"added": report.added, "updated": report.updated, "unchanged": report.unchanged,
                                "removed": report.removed, "skipped": report.skipped,
