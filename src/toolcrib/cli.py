@@ -63,13 +63,6 @@ def _open(workspace: Path | None) -> Any:
     return Workspace.open(workspace)
 
 
-def _prepare_model(ws: Any, spec: str | None, quiet: bool) -> Any:
-    """Build the model, showing progress for first-time assembly and loading of the local model."""
-    from toolcrib.cli_progress import prepare_model
-
-    return prepare_model(ws, spec, quiet=quiet)
-
-
 @main.command()
 @click.argument("question", required=False)
 @click.option("--model", "-m", "model_spec", default=None, help="Model spec: local, openai:NAME, scripted:FILE, dry:NAME.")
@@ -87,7 +80,9 @@ def ask(question: str | None, model_spec: str | None, user: str | None, mode: st
         raise click.UsageError("give a QUESTION, or --resume RUN_ID")
     ws = _open(workspace)
     principal = ws.principal(user)
-    model = _prepare_model(ws, model_spec, quiet=as_json)
+    from toolcrib.cli_progress import prepare_model
+
+    model = prepare_model(ws, model_spec, quiet=as_json)
     runner = ws.runner(model, mode=mode)
     answer = runner.resume(resume_id, principal) if resume_id else runner.ask(question or "", principal)
     if as_json:
@@ -259,7 +254,6 @@ def sql(query: str, params: tuple[str, ...], user: str | None, as_json: bool, wo
     from toolcrib.models.base import ToolCall
     from toolcrib.tools.gate import CallContext
     from toolcrib.tools.grounding import Grounding
-    from toolcrib.trace.tracer import Tracer
 
     ws = _open(workspace)
     principal = ws.principal(user)

@@ -14,7 +14,8 @@ from typing import Any, Literal
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation
 from toolcrib.agent.runs import PausedRun, RunStore
-from toolcrib.models.base import Completion, Message, Model, ToolCall
+from toolcrib.errors import ConfigError, NotPermitted
+from toolcrib.models.base import Completion, Message, Model
 from toolcrib.policy.principal import Principal
 from toolcrib.retrieval.citations import check_citations
 from toolcrib.tools.gate import CallContext, Gate
@@ -139,11 +140,9 @@ class Runner:
     async def aresume(self, run_id: str, principal: Principal) -> Answer:
         """Continue a run paused for approval: run the approved call(s) exactly as proposed."""
         if self.runs is None:
-            raise ValueError("this runner has no run store, so it cannot resume runs")
+            raise ConfigError("this runner has no run store (Runner(runs=RunStore(...))), so it cannot resume runs")
         paused = self.runs.load(run_id)
         if paused.user_id != principal.user_id:
-            from toolcrib.errors import NotPermitted
-
             raise NotPermitted(f"run {run_id} belongs to another user")
         tracer = self.tracer_factory()
         run = _Run(paused.question, principal, tracer,
@@ -153,8 +152,10 @@ class Runner:
         outcomes = [await self.gate.run(call, run.cctx, proposal_id=pid) for call, pid in paused.pending]
         self._observe(run, outcomes)
         pending = [o for o in outcomes if o.status == "approval_required"]
-        if paused.mode == "single" or pending:
-            return self._finish_with_final_ask(run, outcomes) if not pending else self._pause(run, pending, "single")
+        if pending:
+            return self._pause(run, pending, "loop" if paused.mode == "loop" else "single")
+        if paused.mode == "single":
+            return self._finish_with_final_ask(run)
         return await self._loop(run)
 
     # -- modes ------------------------------------------------------------------------------------
@@ -201,7 +202,7 @@ class Runner:
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
         if pending:
             return self._pause(run, pending, "single")
-        return self._finish_with_final_ask(run, outcomes)
+        return self._finish_with_final_ask(run)
 
     async def _loop(self, run: _Run) -> Answer:
         limits = self.settings.limits
@@ -276,7 +277,7 @@ class Runner:
             return f"the run used more than {limits.tokens} tokens (limits.tokens)"
         return ""
 
-    def _finish_with_final_ask(self, run: _Run, outcomes: list[CallOutcome]) -> Answer:
+    def _finish_with_final_ask(self, run: _Run) -> Answer:
         if self.settings.require_evidence and not self._grounded(run):
             return self._abstain(run, "")
         ids = ", ".join(run.evidence.items) or "none"

@@ -20,8 +20,10 @@ from toolcrib.errors import (
     UnknownTool,
 )
 from toolcrib.models.base import ToolCall
+from toolcrib.policy.audit import redact_arguments
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
+from toolcrib.policy.proposals import proposal_hash
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.registry import Registry
@@ -189,8 +191,6 @@ class Gate:
                 f"{tool.name} was not run: it is held for a person's approval as proposal {proposal.id}").to_result()
             payload["proposal"] = {"id": proposal.id, "tool": tool.name, "arguments": values}
             return CallOutcome(call, "approval_required", payload, effect=tool.effect.value, proposal_id=proposal.id)
-        from toolcrib.policy.proposals import proposal_hash
-
         proposal = self.approvals.get(proposal_id)
         if proposal is None or proposal.tenant != principal.tenant or proposal.requester != principal.user_id:
             raise NotPermitted(f"proposal {proposal_id} is not one of your proposals")
@@ -207,7 +207,7 @@ class Gate:
         cctx.tracer.record(kind="human", decided_by="human", title=f"Approved by {approval.approver}: {tool.name}",
                            detail={"proposal_id": proposal_id})
         try:
-            value = await self._invoke(tool, values, ctx_override=ctx, cctx=cctx)
+            value = await self._invoke(tool, values, cctx)
         except ToolTimeout:
             result = {"ok": False, "error": {"code": "outcome_unknown", "message": (
                 f"{tool.name} did not answer within {tool.timeout_s:g}s: its outcome is unknown. It was not "
@@ -228,9 +228,8 @@ class Gate:
                     proposal_id=proposal_id, cctx=cctx)
         return outcome
 
-    async def _invoke(self, tool: Tool, values: dict[str, Any], cctx: CallContext,
-                      ctx_override: ToolContext | None = None) -> Any:
-        kwargs = tool.bind(values, ctx_override or cctx.tool_context())
+    async def _invoke(self, tool: Tool, values: dict[str, Any], cctx: CallContext) -> Any:
+        kwargs = tool.bind(values, cctx.tool_context())
         try:
             async with asyncio.timeout(tool.timeout_s):
                 if tool.is_async:
@@ -269,16 +268,13 @@ class Gate:
         decided_by = "policy" if isinstance(exc, (NotPermitted, ApprovalRequired)) else "code"
         cctx.tracer.record(kind="policy", decided_by=decided_by, title=f"Refused {outcome.call.name}: {exc.code}",
                            detail=exc.message)
-        event = "refused" if outcome.status == "refused" and not isinstance(exc, NotPermitted) else (
-            "denied" if isinstance(exc, NotPermitted) else "failed")
+        event = "denied" if isinstance(exc, NotPermitted) else "refused" if outcome.status == "refused" else "failed"
         self._audit(event, actor=cctx.principal.user_id, decided_by=decided_by, tool=outcome.call.name, cctx=cctx,
                     detail={"code": exc.code, "message": exc.message})
 
     def _redacted(self, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
         if not tool.redact:
             return dict(arguments)
-        from toolcrib.policy.audit import redact_arguments
-
         return redact_arguments(dict(arguments), tool.redact)
 
     def _audit(self, event: str, *, actor: str, decided_by: str, tool: str, cctx: CallContext,
