@@ -72,12 +72,13 @@ def test_single_mode_runs_one_call_then_asks_for_the_answer_without_tools() -> N
     assert model.requests[1][1] is None  # the final ask offers no tools
 
 
-def test_a_nonexistent_part_is_reported_not_found_and_cites_the_lookup() -> None:
-    r, _ = runner([call("lookup_part", part_number="HLV-9999"), "Part HLV-9999 was not found in the parts list."])
+def test_a_nonexistent_part_abstains_saying_which_lookup_found_nothing() -> None:
+    r, model = runner([call("lookup_part", part_number="HLV-9999")])
     answer = r.ask("What does part HLV-9999 cost?", USER)
-    assert "not found" in answer.text and "$" not in answer.text
-    assert answer.executed[0]["name"] == "lookup_part"
-    assert answer.citations[0].snippet.startswith('{"found": false')
+    model.assert_complete()  # no final model call: code abstains, so no price can be invented
+    assert answer.abstained and "$" not in answer.text
+    assert "lookup_part found nothing for part_number=HLV-9999" in answer.text
+    assert answer.executed[0]["name"] == "lookup_part" and answer.citations == []
 
 
 def test_two_calls_in_one_turn_the_extra_is_recorded_as_dropped() -> None:
@@ -145,3 +146,86 @@ def test_a_citation_to_something_never_retrieved_is_removed_and_flagged() -> Non
     answer = r.ask("What does part HLV-2205 cost?", USER)
     assert "[parts-list#7]" not in answer.text
     assert any("parts-list#7" in f for f in answer.flags)
+
+
+def offered(model: ScriptedModel, request: int = 0) -> list[str]:
+    return [spec.name for spec in model.requests[request][1] or []]
+
+
+def test_a_question_that_names_no_identifier_is_not_offered_the_id_lookups() -> None:
+    # the small model's failure: "what is our returns policy?" -> lookup_part("RETURNS")
+    r, model = runner([call("search_notes", query="returns policy"), "Returns within 30 days [search_notes#1]."])
+    r.ask("What does our returns policy say about opened products?", USER)
+    assert offered(model) == ["search_notes"]
+    offer = next(s for s in TRACERS[-1].steps if s.title == "Offer tools")
+    assert offer.decided_by == "code"
+    assert offer.detail["withheld"]["lookup_part"] == "needs part_number, which the request and tool results do not name"
+
+
+def test_an_identifier_in_the_question_or_a_tool_result_brings_the_lookups_back() -> None:
+    r, model = runner([call("search_notes", query="shipping"), call("lookup_part", part_number="F2"), "Done."],
+                      mode="loop")
+    r.ask("Which day do we ship?", USER)
+    assert "lookup_part" not in offered(model, 0)
+    assert {"lookup_part", "reserve_stock"} <= set(offered(model, 1))  # the note named F2
+    r, model = runner([call("lookup_part", part_number="HLV-2205"), "It costs $52.00."])
+    r.ask("What does part HLV-2205 cost?", USER)
+    assert offered(model) == ["lookup_part", "search_notes", "get_order_status", "reserve_stock"]
+
+
+def test_withholding_can_be_turned_off() -> None:
+    r, model = runner([call("search_notes", query="returns"), "ok [search_notes#1]"], offer_only_groundable=False)
+    r.ask("What does our returns policy say?", USER)
+    assert offered(model) == ["lookup_part", "search_notes", "get_order_status", "reserve_stock"]
+
+
+@tool(tags=("retrieval",))
+def search_docs(query: str) -> dict[str, Any]:
+    """Search the company documents."""
+    RAN.append(f"search_docs {query}")
+    if "penalty" not in query:
+        return {"passages": [], "sufficient": False, "searched": query}
+    return {"passages": [{"citation": "contract#c9", "title": "Supply contract", "section": "8. Late delivery",
+                          "text": "A late delivery costs 1.5% of the invoiced value per full week, at most 12%."}],
+            "sufficient": True, "searched": query}
+
+
+def docs_runner(replies: list[Any], mode: str = "single", **settings: Any) -> tuple[Runner, ScriptedModel]:
+    RAN.clear()
+    model = ScriptedModel(replies)
+    gate = Gate(Registry([lookup_part, search_docs]), GroupPolicy({"support": ["*"]}))
+    return Runner(model, gate, RunnerSettings(mode=mode, **settings), tracer_factory=tracer), model  # type: ignore[arg-type]
+
+
+def test_when_the_chosen_lookup_finds_nothing_code_searches_the_documents_once() -> None:
+    r, model = docs_runner([call("lookup_part", part_number="P9"), "1.5% per full week, at most 12% [contract#c9]."])
+    answer = r.ask("What is the late-delivery penalty for P9?", USER)
+    model.assert_complete()
+    assert RAN == ["lookup_part P9", "search_docs What is the late-delivery penalty for P9?"]
+    assert [c.id for c in answer.citations] == ["contract#c9"]  # the empty lookup is not cited
+    assert answer.model_decided_steps == 1  # the search was code's decision, and the trace says so
+    step = next(s for s in TRACERS[-1].steps if s.title == "Search the documents: search_docs")
+    assert step.decided_by == "code"
+
+
+def test_in_loop_mode_an_unsupported_answer_triggers_the_search_then_the_model_answers_again() -> None:
+    r, model = docs_runner(["About 2% I think.", "1.5% per full week [contract#c9]."], mode="loop")
+    answer = r.ask("What is the late-delivery penalty?", USER)
+    model.assert_complete()
+    assert answer.outcome == "answered" and [c.id for c in answer.citations] == ["contract#c9"]
+    assert model.requests[1][0][-1].role == "tool" and "1.5%" in model.requests[1][0][-1].content
+
+
+def test_nothing_found_anywhere_abstains_naming_the_lookup_and_the_search() -> None:
+    r, model = docs_runner([call("lookup_part", part_number="P9")])
+    answer = r.ask("What does part P9 cost?", USER)
+    model.assert_complete()
+    assert answer.abstained
+    assert "lookup_part found nothing for part_number=P9" in answer.text
+    assert "I searched for: What does part P9 cost?" in answer.text
+
+
+def test_the_document_search_can_be_turned_off() -> None:
+    r, _ = docs_runner([call("lookup_part", part_number="P9")], search_when_nothing_found=False)
+    answer = r.ask("What is the late-delivery penalty for P9?", USER)
+    assert RAN == ["lookup_part P9"] and answer.abstained

@@ -41,8 +41,10 @@ def toolcrib(*args: str, code: int = 0) -> str:
 
 
 def ask_json(ws: Path, question: str, model: str, *extra: str) -> dict[str, Any]:
-    out = toolcrib("ask", question, "--model", model, "--workspace", str(ws), "--json", *extra)
-    return json.loads(out.strip().splitlines()[-1])
+    result = CliRunner().invoke(main, ["ask", question, "--model", model, "--workspace", str(ws), "--json", *extra],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout.strip().splitlines()[-1])  # progress lines go to stderr
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -61,18 +63,23 @@ def test_order_status_answer_cites_the_tool_result(ws: Path, tmp_path: Path) -> 
 
 
 def test_nonexistent_part_is_reported_not_found_with_no_invented_price(ws: Path, tmp_path: Path) -> None:
-    model = script(tmp_path, [call("lookup_part", part_number="HLV-9999"),
-                              "There is no part HLV-9999 in the parts list [lookup_part#1]."])
+    # the lookup finds nothing, code searches the documents, which do not name HLV-9999 either
+    model = script(tmp_path, [call("lookup_part", part_number="HLV-9999")])
     answer = ask_json(ws, "What does part HLV-9999 cost?", model)
-    assert '"found": false' in answer["citations"][0]["snippet"]
-    assert "$" not in answer["text"]
+    assert [c["name"] for c in answer["executed"]] == ["lookup_part", "vector_search"]
+    assert answer["abstained"] is True and "$" not in answer["text"]
+    assert "lookup_part found nothing for part_number=HLV-9999" in answer["text"]
 
 
 def test_an_invented_part_number_is_rejected_before_the_tool_runs(ws: Path, tmp_path: Path) -> None:
+    # the invented id never reaches the tool; code then searches the documents with the question,
+    # and the answer rests on the parts list's passage, not on the model's guess
     model = script(tmp_path, [call("lookup_part", part_number="HLV-2205"), "It costs $52.00."])
     answer = ask_json(ws, "What does the high-voltage lead cost?", model)
     assert answer["refused"][0]["error"]["code"] == "ungrounded_argument"
-    assert answer["abstained"] is True and "$52" not in answer["text"]
+    assert [c["name"] for c in answer["executed"]] == ["vector_search"]
+    assert [c["id"].split("#")[0] for c in answer["citations"]] == ["parts-list"]
+    assert any("attached by code" in f for f in answer["flags"])
 
 
 def test_two_calls_in_one_turn_the_extra_one_is_dropped_and_traced(ws: Path, tmp_path: Path) -> None:
@@ -207,7 +214,7 @@ def test_the_live_instrument_is_refused_for_a_support_agent(ws: Path, tmp_path: 
                               "I cannot read the instrument live; the archive says 24.1 °C at 09:00."])
     answer = ask_json(ws, "What is the live temperature on channel C?", model)
     assert answer["refused"][0]["error"]["code"] == "not_permitted"
-    assert answer["executed"] == [] and answer["abstained"] is True
+    assert [c["name"] for c in answer["executed"]] == ["vector_search"]  # code's document search, nothing live
 
 
 def test_sql_cli_refuses_a_table_that_is_not_allowed(ws: Path) -> None:

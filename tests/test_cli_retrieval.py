@@ -92,3 +92,22 @@ def test_conflicting_returns_policies_are_surfaced_with_their_dates(ws: Path, tm
     conflicts = [f for f in answer["flags"] if f.startswith("conflicting sources")]
     assert conflicts, answer["flags"]
     assert "2024-01-01" in conflicts[0] and "2025-07-01" in conflicts[0]
+    cited = {c["id"].split("#")[0] for c in answer["citations"]}
+    assert {"returns-policy-v1", "returns-policy-v2"} <= cited  # both versions the note names are cited
+
+
+def test_a_policy_question_sent_to_the_wrong_tool_still_reaches_the_documents(ws: Path, tmp_path: Path) -> None:
+    # what the embedded 1.5B model does: a library-catalogue search for a contract clause. The
+    # id lookups are not even offered (the question names no part number); the catalogue finds
+    # nothing, so code searches the documents with the question and the answer cites the clause.
+    question = "What is the late-delivery penalty in the Tamarack supply contract?"
+    answer = ask(ws, tmp_path, question,
+                 [{"tool_calls": [{"name": "search_catalog", "arguments": {"title": "Tamarack supply contract"}}]},
+                  "Tamarack owes 1.5% of the invoiced value of the late components per full week, at most 12%."])
+    assert [(c["name"], c["arguments"]) for c in answer["executed"]] == [
+        ("search_catalog", {"title": "Tamarack supply contract"}), ("vector_search", {"query": question})]
+    assert [c["id"].split("#")[0] for c in answer["citations"]] == ["contract-tamarack"]
+    assert "8. LATE DELIVERY" in answer["citations"][0]["source"]
+    timeline = CliRunner().invoke(main, ["trace", answer["trace_id"], "--workspace", str(ws)]).output
+    assert "lookup_part" in timeline and "withheld" in timeline  # offered tools, as decided by code
+    assert "Search the documents: vector_search" in timeline

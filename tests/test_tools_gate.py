@@ -225,3 +225,35 @@ def test_an_oversized_structured_result_keeps_its_shape() -> None:
     assert outcome.payload["truncated"] is True and data["sufficient"] is True
     assert data["passages"][0]["citation"] == "doc#0" and data["passages"][0]["text"].endswith("…[cut]")
     assert len(json.dumps(data, ensure_ascii=False)) <= 3000
+
+
+@pytest.mark.parametrize(("text", "names_one"), [
+    ("What does our returns policy say about opened products?", False),
+    ("A customer opened it. Can I return it?", False),  # "A" opens a sentence, "I" is a word
+    ("What is the status of ORD-1001?", True),
+    ("How many F2 filters are left?", True),
+    ("the last reading on channel C", True),
+    ("Can a HEPA filter be returned?", True),
+    ("status of order number 1001", True),
+])
+def test_an_unshaped_identifier_is_any_token_with_a_digit_or_in_capitals(text: str, names_one: bool) -> None:
+    assert Grounding(text).names_identifier() is names_one
+
+
+def test_a_shaped_identifier_must_match_its_shape_and_a_bad_shape_fails_at_declaration() -> None:
+    assert Grounding("status of order 1001").names_identifier(r"ORD-\d+") is False
+    assert Grounding("status of ORD-1001?").names_identifier(r"ORD-\d+") is True
+    assert Grounding("status of XORD-1001").names_identifier(r"ORD-\d+") is False  # whole tokens only
+    with pytest.raises(ValueError, match="not a regular expression"):
+        Identifier(shape="ORD-(")
+
+
+def test_a_tool_is_reachable_only_when_each_required_identifier_can_be_grounded() -> None:
+    @tool
+    def order_line(order_id: Annotated[str, Identifier(shape=r"ORD-\d+")], sku: Annotated[str, Identifier()] = "") -> dict[str, Any]:
+        """One line of an order."""
+        return {}
+
+    assert order_line.identifier_shapes == (("order_id", r"ORD-\d+"),)
+    assert order_line.reachable(Grounding("lines of ORD-7"))  # sku is optional
+    assert not order_line.reachable(Grounding("lines of order 7 for SKU-9"))

@@ -33,6 +33,9 @@ class ToolsSection(_Section):
     modules: list[str] = Field(default_factory=list)
     builtin: list[Literal["vector_search", "sql_query"]] = Field(default_factory=list)
     max_result_chars: int = Field(4000, gt=100)
+    # Offer a tool only once the request or a tool result names what its required identifier looks
+    # like; otherwise a model could only call it with an invented id (which the gate would refuse).
+    offer_only_groundable: bool = True
 
 
 class DataSection(_Section):
@@ -53,6 +56,8 @@ class RetrievalSection(_Section):
     min_score: float | None = None  # relevance below which evidence counts as insufficient
     default_access: list[str] = Field(default_factory=lambda: ["*"])
     index: Literal["lance", "pgvector"] = "lance"
+    # When no tool call of a run found anything, code searches the documents once with the question.
+    search_when_nothing_found: bool = True
     dsn: str | None = None
 
 

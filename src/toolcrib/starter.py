@@ -23,6 +23,7 @@ n_threads = 2
 [tools]
 modules = ["tools.py"]         # Python files whose module-level @tool objects are registered
 builtin = []                   # "vector_search" (documents) and/or "sql_query" (read-only SQL)
+# offer_only_groundable = true  # offer a tool only once the request names its required Identifier
 
 [data]
 # database = "data/app.sqlite" # a SQLite file; built from data/seed.sql beside it when missing

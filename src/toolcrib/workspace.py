@@ -356,7 +356,9 @@ class Workspace:
             mode=(mode or cfg.workspace.mode),  # type: ignore[arg-type]
             limits=Limits(rounds=lim.rounds, tool_calls=lim.tool_calls, wall_s=lim.wall_s, tokens=lim.tokens),
             require_evidence=cfg.workspace.require_evidence, name=cfg.workspace.name,
-            system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens)
+            system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens,
+            offer_only_groundable=cfg.tools.offer_only_groundable,
+            search_when_nothing_found=cfg.retrieval.search_when_nothing_found)
         return Runner(model or self.model(), gate or self.gate(), settings, resources=self.resources,
                       tracer_factory=self.tracer_factory(), runs=RunStore(self.state_dir / "runs"))
 

@@ -15,7 +15,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation
 from toolcrib.agent.runs import PausedRun, RunStore
 from toolcrib.errors import ConfigError, NotPermitted
-from toolcrib.models.base import Completion, Message, Model
+from toolcrib.models.base import Completion, Message, Model, ToolCall
 from toolcrib.policy.principal import Principal
 from toolcrib.retrieval.citations import check_citations
 from toolcrib.tools.gate import CallContext, Gate
@@ -43,6 +43,8 @@ class RunnerSettings:
     name: str = "this workspace"
     system_prompt: str = ""
     max_tokens: int = 400
+    offer_only_groundable: bool = True  # withhold tools whose required identifier the run has not seen
+    search_when_nothing_found: bool = True  # code searches the documents once if no tool found anything
 
 
 @dataclass
@@ -51,6 +53,7 @@ class _Evidence:
 
     items: dict[str, Citation] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    found_nothing: dict[str, str] = field(default_factory=dict)  # citation id -> what found nothing
     searched: list[str] = field(default_factory=list)
     insufficient: bool = False
     conflicts: list[Any] = field(default_factory=list)
@@ -74,6 +77,14 @@ class _Evidence:
         self._counter += 1
         cid = f"{outcome.call.name}#{self._counter}"
         self.items[cid] = Citation(cid, "tool", outcome.call.name, json.dumps(data, ensure_ascii=False)[:200])
+        if outcome.found_nothing:
+            args = ", ".join(f"{k}={v}" for k, v in outcome.call.arguments.items())
+            self.found_nothing[cid] = f"{outcome.call.name} found nothing for {args}"
+
+    @property
+    def useful(self) -> bool:
+        """Something was found: a passage, or a tool result other than "nothing matched"."""
+        return any(cid not in self.found_nothing for cid in self.items)
 
 
 def _passage_source(p: Mapping[str, Any]) -> str:
@@ -100,6 +111,7 @@ class _Run:
     tokens_out: int = 0
     model_decisions: int = 0
     reminded: bool = False
+    code_searched: bool = False
 
 
 class Runner:
@@ -155,7 +167,7 @@ class Runner:
         if pending:
             return self._pause(run, pending, "loop" if paused.mode == "loop" else "single")
         if paused.mode == "single":
-            return self._finish_with_final_ask(run)
+            return await self._finish_with_final_ask(run)
         return await self._loop(run)
 
     # -- modes ------------------------------------------------------------------------------------
@@ -173,7 +185,16 @@ class Runner:
 
     def _offered(self, run: _Run) -> list[Any]:
         tools = self.gate.registry.offered(run.principal, self.gate.policy)
-        run.tracer.record(kind="code", decided_by="code", title="Offer tools", detail=[t.name for t in tools])
+        withheld: dict[str, str] = {}
+        if self.settings.offer_only_groundable:
+            grounding = run.cctx.grounding
+            withheld = {t.name: f"needs {' or '.join(t.identifiers)}, which the request and tool results do not name"
+                        for t in tools if not t.reachable(grounding)}
+            tools = [t for t in tools if t.name not in withheld]
+        detail: Any = [t.name for t in tools]
+        if withheld:
+            detail = {"offered": detail, "withheld": withheld}
+        run.tracer.record(kind="code", decided_by="code", title="Offer tools", detail=detail)
         return tools
 
     async def _single(self, run: _Run) -> Answer:
@@ -188,7 +209,7 @@ class Runner:
             first = self._complete(run, specs, decided_by="code", title="Re-ask with evidence reminder",
                                    tool_choice="required")
             if not first.tool_calls:
-                return self._abstain(run, first.text)
+                return await self._finish_with_final_ask(run, model_text=first.text)
         call, dropped = first.tool_calls[0], first.tool_calls[1:]
         for extra in dropped:  # level 4 runs one call; the rest are recorded, never silently lost
             run.tracer.record(kind="code", decided_by="code", title=f"Dropped extra call: {extra.name}",
@@ -202,7 +223,7 @@ class Runner:
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
         if pending:
             return self._pause(run, pending, "single")
-        return self._finish_with_final_ask(run)
+        return await self._finish_with_final_ask(run)
 
     async def _loop(self, run: _Run) -> Answer:
         limits = self.settings.limits
@@ -218,6 +239,8 @@ class Runner:
             if not reply.tool_calls:
                 if self._grounded(run) or not self.settings.require_evidence:
                     return self._answer(run, reply.text)
+                if await self._search_documents(run):
+                    continue  # the model answers again, now with the passages
                 if run.reminded:
                     return self._abstain(run, reply.text)
                 run.reminded = True
@@ -263,7 +286,26 @@ class Runner:
                                         name=outcome.call.name))
 
     def _grounded(self, run: _Run) -> bool:
-        return bool(run.evidence.items)
+        return run.evidence.useful
+
+    async def _search_documents(self, run: _Run) -> bool:
+        """When the model's choices found nothing, code searches the documents once with the question
+        (the small model's commonest mistake is a lookup tool for a question about a document).
+        Returns whether it searched."""
+        if (not self.settings.search_when_nothing_found or run.code_searched or run.evidence.useful
+                or run.evidence.searched):
+            return False
+        search = next((t for t in self.gate.registry.offered(run.principal, self.gate.policy)
+                       if "retrieval" in t.tags), None)
+        if search is None:
+            return False
+        run.code_searched = True
+        call = ToolCall(f"code_{run.calls + 1}", search.name, {"query": run.question})
+        run.tracer.record(kind="code", decided_by="code", title=f"Search the documents: {search.name}",
+                          detail={"query": run.question, "reason": "no tool call so far found anything"})
+        run.messages.append(Message("assistant", "", tool_calls=(call,)))
+        self._observe(run, [await self.gate.run(call, run.cctx)])
+        return True
 
     def _limit_reached(self, run: _Run) -> str:
         limits = self.settings.limits
@@ -277,16 +319,18 @@ class Runner:
             return f"the run used more than {limits.tokens} tokens (limits.tokens)"
         return ""
 
-    def _finish_with_final_ask(self, run: _Run) -> Answer:
+    async def _finish_with_final_ask(self, run: _Run, *, model_text: str = "") -> Answer:
+        if not self._grounded(run):
+            await self._search_documents(run)
         if self.settings.require_evidence and not self._grounded(run):
-            return self._abstain(run, "")
-        ids = ", ".join(run.evidence.items) or "none"
+            return self._abstain(run, model_text)
+        ids = ", ".join(cid for cid in run.evidence.items if cid not in run.evidence.found_nothing) or "none"
         run.messages.append(Message("user", prompts.FINAL.format(question=run.question, ids=ids)))
         final = self._complete(run, None, decided_by="code", title="Ask for a final answer")
         return self._answer(run, final.text)
 
     def _answer(self, run: _Run, text: str) -> Answer:
-        if run.evidence.insufficient and not run.evidence.items:
+        if run.evidence.insufficient and not self._grounded(run):
             return self._abstain(run, text)
         return self._finish(run, text, outcome="answered")
 
@@ -298,6 +342,8 @@ class Runner:
         failures = [f"{o.call.name} ({o.payload['error']['code']})" for o in run.outcomes
                     if o.status in ("error", "outcome_unknown")]
         failed = f"These lookups could not be completed: {', '.join(failures)}. " if failures else ""
+        if run.evidence.found_nothing:
+            failed += f"{'; '.join(run.evidence.found_nothing.values())}. "
         run.tracer.record(kind="code", decided_by="code", title="Abstain: not enough evidence",
                           detail={"searched": run.evidence.searched, "model_text": text[:300]})
         return self._finish(run, prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched), outcome="abstained",
@@ -343,8 +389,11 @@ class Runner:
             run.tracer.record(kind="policy", decided_by="code", title="Invalid citations removed", detail=flags)
         cited = {cid: known[cid] for cid in check.valid}
         for cid, item in known.items():  # tool results the answer rests on are cited by code
-            if item.kind == "tool":
+            if item.kind == "tool" and cid not in run.evidence.found_nothing:
                 cited.setdefault(cid, item)
+        for cid in _conflict_citations(run.evidence.conflicts):  # the note below names every version
+            if cid in known:
+                cited.setdefault(cid, known[cid])
         passages = {cid: item for cid, item in known.items() if item.kind == "passage"}
         if passages and not any(c.kind == "passage" for c in cited.values()):
             best = _best_support(text, {cid: run.evidence.texts[cid] for cid in passages})
@@ -380,6 +429,11 @@ def _best_support(answer: str, passages: Mapping[str, str]) -> str | None:
     score, cid = max(((len(words & _content_words(t)) / len(words), cid) for cid, t in passages.items()),
                      default=(0.0, ""))
     return cid if score >= 1 / 3 else None
+
+
+def _conflict_citations(conflicts: list[Any]) -> list[str]:
+    return [str(v["citation"]) for c in conflicts if isinstance(c, dict) and isinstance(c.get("versions"), list)
+            for v in c["versions"] if isinstance(v, dict) and v.get("citation")]
 
 
 def _describe_conflict(conflict: Any) -> str:

@@ -25,7 +25,8 @@ def _vector_search(
     """Search the company documents (policies, contracts and their clauses, guides, manuals, FAQs, handbooks).
 
     Use it for any question about what a document says: a policy, a rule, a procedure, a clause, a
-    limit, a time window, a fee or a version. Returns passages to cite as [citation].
+    penalty, a limit, a time window, a fee or a version. NOT for counts or totals over records.
+    Returns passages to cite as [citation].
 
     Args:
         query: what to look for, in the user's words; include exact part numbers, order ids or clause numbers.

@@ -12,7 +12,9 @@ SQL_RESOURCE = "sql"
 
 _DESCRIPTION = (
     "Run one read-only SQL SELECT against the workspace database and get rows back as JSON "
-    "(columns, rows, row_count, truncated). Only the workspace's allowed tables can be read. "
+    "(columns, rows, row_count, truncated). Use it for counts, sums, averages, maxima and filters "
+    "over records (\"how many\", \"total\", \"in year Y\"). NOT for what a document, clause or "
+    "policy says. Only the workspace's allowed tables can be read. "
     "Put every literal value (names, ids, dates, numbers from the question) in params and refer to it with "
     "a placeholder instead of writing it into the SQL text."
 )

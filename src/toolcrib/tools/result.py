@@ -96,6 +96,12 @@ class CallOutcome:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def found_nothing(self) -> bool:
+        """A successful call that says nothing matched (tools report that as ``"found": false``)."""
+        data = self.payload.get("data")
+        return self.ok and isinstance(data, dict) and data.get("found") is False
+
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.call.id, "name": self.call.name, "arguments": self.call.arguments,
                                "status": self.status}

@@ -13,6 +13,7 @@ from typing import Any, Annotated, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolcrib.errors import InvalidArguments
+from toolcrib.tools.grounding import Grounding
 from toolcrib.policy.principal import Principal
 
 
@@ -24,15 +25,25 @@ class Effect(str, Enum):
     ACTUATE = "actuate"
 
 
+@dataclass(frozen=True)
 class Identifier:
     """``Annotated`` marker: this argument names a real thing (order id, part number, channel).
 
     The gate only accepts it when the value appears in the user's messages or an earlier tool
-    result, which catches the "confident call, wrong argument" failure.
+    result, which catches the "confident call, wrong argument" failure. ``shape`` (a regular
+    expression for the whole token, e.g. ``r"ORD-\\d+"``) says what one looks like; the runner
+    offers the tool only while the request or a tool result holds such a token. Without it, any
+    token with a digit or in capitals counts.
     """
 
-    def __repr__(self) -> str:
-        return "Identifier()"
+    shape: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.shape is not None:
+            try:
+                re.compile(self.shape)
+            except re.error as exc:
+                raise ValueError(f"Identifier shape {self.shape!r} is not a regular expression: {exc}") from None
 
 
 @dataclass
@@ -63,6 +74,7 @@ class Tool:
     idempotent: bool = True
     cache_ttl_s: float = 0.0
     identifiers: tuple[str, ...] = ()
+    identifier_shapes: tuple[tuple[str, str], ...] = ()  # (parameter, shape) where the tool gave one
     redact: tuple[str, ...] = ()
     check: DomainCheck | None = None
     resource_version: ResourceVersion | None = None
@@ -81,6 +93,13 @@ class Tool:
         if self.check is not None and ctx is not None:
             self.check(values, ctx)
         return values
+
+    def reachable(self, grounding: Grounding) -> bool:
+        """Whether a call could ground every required identifier in ``grounding``; if not, the only
+        calls the model could make would carry invented identifiers."""
+        required = set(self.parameters.get("required", ()))
+        shapes = dict(self.identifier_shapes)
+        return all(grounding.names_identifier(shapes.get(name)) for name in self.identifiers if name in required)
 
     def bind(self, values: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Keyword arguments for ``fn``: the validated values plus the context, if declared."""
@@ -159,15 +178,19 @@ def make_tool(
     doc_description, arg_docs = _parse_docstring(fn.__doc__ or "")
     fields: dict[str, Any] = {}
     found_identifiers = list(identifiers)
+    shapes: list[tuple[str, str]] = []
     context_param = None
     for pname, param in inspect.signature(fn).parameters.items():
         annotation = hints.get(pname, Any)
         if _is_context(annotation):
             context_param = pname
             continue
-        if get_origin(annotation) is Annotated and any(isinstance(m, Identifier) or m is Identifier
-                                                       for m in get_args(annotation)[1:]):
-            found_identifiers.append(pname)
+        markers = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
+        for marker in markers:
+            if isinstance(marker, Identifier) or marker is Identifier:
+                found_identifiers.append(pname)
+                if isinstance(marker, Identifier) and marker.shape is not None:
+                    shapes.append((pname, marker.shape))
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
     tool_name = name or fn.__name__
@@ -186,6 +209,7 @@ def make_tool(
         idempotent=read if idempotent is None else idempotent,
         cache_ttl_s=(30.0 if read else 0.0) if cache_ttl_s is None else (cache_ttl_s if read else 0.0),
         identifiers=tuple(dict.fromkeys(found_identifiers)),
+        identifier_shapes=tuple(shapes),
         redact=tuple(redact),
         check=check,
         resource_version=resource_version,

@@ -30,6 +30,14 @@ TEMPERATURE_CHANNELS = ("A", "B", "C", "D")
 LIVE_DRIFT_C = 0.3  # the simulated instrument reads this much above the last archived value
 STAFF_GROUPS = ("admin", "library")  # may place holds for another patron
 
+# What each identifier looks like, so a tool is offered only when the request names one: a
+# question about the returns policy then never tempts the model into lookup_part("RETURNS").
+PART = Identifier(shape=r"(?i:[a-z]+\d+|[a-z]+-[a-z0-9]*\d[a-z0-9]*)")  # F2, HLV-2205, TC-PT100
+ORDER = Identifier(shape=r"(?i:ORD-\d+|\d{3,})")  # ORD-1001; "order 1001" is looked up and not found
+CHANNEL = Identifier(shape=r"[A-Z]|(?i:CH\d+)")  # temperature channels A-D, supply channels CH1-CH3
+EVENT = Identifier(shape=r"(?i:EVT-\d+)")
+BOOK = Identifier(shape=r"(?i:BK-\d+)")
+
 
 @contextmanager
 def _connect(ctx: ToolContext, *, write: bool = False) -> Iterator[sqlite3.Connection]:
@@ -64,7 +72,7 @@ def _norm(value: str) -> str:
 
 
 @tool
-def lookup_part(part_number: Annotated[str, Identifier()], ctx: ToolContext) -> Result:
+def lookup_part(part_number: Annotated[str, PART], ctx: ToolContext) -> Result:
     """Look up one part in the parts catalogue: its name, unit price in US dollars and supplier.
 
     Use for "how much does part X cost" or "who supplies part X" when the exact part number is
@@ -84,7 +92,7 @@ def lookup_part(part_number: Annotated[str, Identifier()], ctx: ToolContext) -> 
 
 
 @tool
-def lookup_stock(part_number: Annotated[str, Identifier()], ctx: ToolContext) -> Result:
+def lookup_stock(part_number: Annotated[str, PART], ctx: ToolContext) -> Result:
     """Check how many units of a part are available in the warehouse and where they are stored.
 
     Read-only: it never reserves anything. To set units aside use reserve_stock, which needs approval.
@@ -125,7 +133,7 @@ def _supply_version(values: dict[str, Any], ctx: ToolContext) -> str:
 
 
 @tool(effect=Effect.WRITE, resource_version=_stock_version)
-def reserve_stock(part_number: Annotated[str, Identifier()],
+def reserve_stock(part_number: Annotated[str, PART],
                   quantity: Annotated[int, Field(gt=0, le=1000)], ctx: ToolContext) -> Result:
     """Reserve units of a part from warehouse stock for the signed-in user (changes inventory).
 
@@ -154,7 +162,7 @@ def reserve_stock(part_number: Annotated[str, Identifier()],
 
 
 @tool
-def get_order_status(order_id: Annotated[str, Identifier()], ctx: ToolContext) -> Result:
+def get_order_status(order_id: Annotated[str, ORDER], ctx: ToolContext) -> Result:
     """Get the status, carrier, tracking number and expected delivery date of a customer order.
 
     Only orders belonging to the signed-in user's account are visible; any other order id is
@@ -180,10 +188,10 @@ def _like(text: str) -> str:
 
 @tool
 def search_catalog(ctx: ToolContext, title: str = "", author: str = "") -> Result:
-    """Search the staff technical library's catalogue by title and/or author words.
+    """Search the staff technical library's catalogue of BOOKS by title and/or author words.
 
-    Shows how many copies are available now. Read-only: borrowing or reserving a copy is
-    place_hold, a separate action.
+    Shows how many copies of a book are available now. Read-only: borrowing or reserving a copy is
+    place_hold, a separate action. NOT for company documents, contracts, policies or manuals.
 
     Args:
         title: words from the book's title (may be empty if author is given).
@@ -200,7 +208,7 @@ def search_catalog(ctx: ToolContext, title: str = "", author: str = "") -> Resul
 
 
 @tool(effect=Effect.WRITE, resource_version=_catalog_version)
-def place_hold(book_id: Annotated[str, Identifier()], patron: str, ctx: ToolContext) -> Result:
+def place_hold(book_id: Annotated[str, BOOK], patron: str, ctx: ToolContext) -> Result:
     """Place a hold on a library book for a patron (changes the library's records).
 
     A copy that is on the shelf is set aside at once ("ready"); otherwise the patron joins the
@@ -234,7 +242,7 @@ def place_hold(book_id: Annotated[str, Identifier()], patron: str, ctx: ToolCont
 
 
 @tool
-def query_archived_reading(channel: Annotated[str, Identifier()], ctx: ToolContext) -> Result:
+def query_archived_reading(channel: Annotated[str, CHANNEL], ctx: ToolContext) -> Result:
     """Latest archived temperature reading of a KB-400 bench channel, with its timestamp.
 
     Comes from the measurement archive, not the instrument: it is as old as recorded_at says
@@ -255,7 +263,7 @@ def query_archived_reading(channel: Annotated[str, Identifier()], ctx: ToolConte
 
 
 @tool(effect=Effect.ACTUATE, timeout_s=5.0)
-def live_read_temperature(channel: Annotated[str, Identifier()], ctx: ToolContext) -> Result:
+def live_read_temperature(channel: Annotated[str, CHANNEL], ctx: ToolContext) -> Result:
     """Read a temperature channel live from the KB-400 bench instrument (simulated here).
 
     Queries the instrument itself, so it needs lab permission and approval; for the last stored
@@ -288,7 +296,7 @@ def _check_supply(values: dict[str, Any], ctx: ToolContext) -> None:
 
 
 @tool(effect=Effect.ACTUATE, timeout_s=5.0, check=_check_supply, resource_version=_supply_version)
-def set_supply_voltage(channel: Annotated[str, Identifier()],
+def set_supply_voltage(channel: Annotated[str, CHANNEL],
                        volts: Annotated[float, Field(ge=0, le=30)], ctx: ToolContext) -> Result:
     """Set a KB-400 bench supply channel to a voltage and switch its output on (energizes the rig).
 
@@ -331,7 +339,7 @@ def _fmt(value: str) -> str:
 
 
 @tool(check=_check_times)
-def draft_calendar_change(event_id: Annotated[str, Identifier()], new_start: str, new_end: str,
+def draft_calendar_change(event_id: Annotated[str, EVENT], new_start: str, new_end: str,
                           ctx: ToolContext) -> Result:
     """Draft a new time for a calendar event and show the change, without changing anything.
 
@@ -358,7 +366,7 @@ def draft_calendar_change(event_id: Annotated[str, Identifier()], new_start: str
 
 
 @tool(effect=Effect.WRITE, check=_check_times, resource_version=_event_version)
-def apply_calendar_change(event_id: Annotated[str, Identifier()], new_start: str, new_end: str,
+def apply_calendar_change(event_id: Annotated[str, EVENT], new_start: str, new_end: str,
                           expected_version: int, ctx: ToolContext) -> Result:
     """Move a calendar event to new times (changes the calendar), after draft_calendar_change.
 
