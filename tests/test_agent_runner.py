@@ -222,7 +222,7 @@ def test_nothing_found_anywhere_abstains_naming_the_lookup_and_the_search() -> N
     model.assert_complete()
     assert answer.abstained
     assert "lookup_part found nothing for part_number=P9" in answer.text
-    assert "I searched for: What does part P9 cost?" in answer.text
+    assert 'I searched the documents for "What does part P9 cost?".' in answer.text
 
 
 def test_the_document_search_can_be_turned_off() -> None:

@@ -338,7 +338,8 @@ class Runner:
         if text.strip().endswith("?") and not run.evidence.insufficient:
             run.tracer.record(kind="code", decided_by="code", title="Clarifying question", detail=text[:300])
             return self._finish(run, text.strip(), outcome="clarify", abstained=True)
-        searched = f"I searched for: {'; '.join(run.evidence.searched)}. " if run.evidence.searched else ""
+        searched = "; ".join(f'"{q}"' for q in run.evidence.searched)
+        searched = f"I searched the documents for {searched}. " if searched else ""
         failures = [f"{o.call.name} ({o.payload['error']['code']})" for o in run.outcomes
                     if o.status in ("error", "outcome_unknown")]
         failed = f"These lookups could not be completed: {', '.join(failures)}. " if failures else ""
