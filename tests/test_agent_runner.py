@@ -229,3 +229,25 @@ def test_the_document_search_can_be_turned_off() -> None:
     r, _ = docs_runner([call("lookup_part", part_number="P9")], search_when_nothing_found=False)
     answer = r.ask("What is the late-delivery penalty for P9?", USER)
     assert RAN == ["lookup_part P9"] and answer.abstained
+
+
+@tool(tags=("retrieval",))
+def search_policies(query: str) -> dict[str, Any]:
+    """Search the policies (two versions of the returns policy)."""
+    versions = [{"citation": "returns-v2#c2", "title": "Returns Policy", "version": "2.0", "effective_date": "2025-07-01"},
+                {"citation": "returns-v1#c2", "title": "Returns Policy", "version": "1.0", "effective_date": "2024-01-01"}]
+    texts = {"returns-v2#c2": "Opened products: 14 days.", "returns-v1#c2": "Opened products: 30 days."}
+    return {"passages": [{**v, "text": texts[v["citation"]]} for v in versions],
+            "conflicts": [{"family": "returns-policy", "versions": versions}], "sufficient": True, "searched": query}
+
+
+def test_conflicting_versions_are_named_in_the_final_ask_and_both_are_cited() -> None:
+    RAN.clear()
+    model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."])
+    gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
+    answer = Runner(model, gate, tracer_factory=tracer).ask("How long can opened products be returned?", USER)
+    final_ask = model.requests[1][0][-1].content
+    assert "Say what EACH version says" in final_ask
+    assert "effective 2025-07-01" in final_ask and "effective 2024-01-01" in final_ask
+    assert {c.id for c in answer.citations} == {"returns-v2#c2", "returns-v1#c2"}
+    assert "the sources disagree" in answer.text

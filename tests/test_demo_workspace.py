@@ -13,6 +13,7 @@ import toolcrib.demo.workspace.tools as demo_tools
 from toolcrib.demo import WORKSPACE, build_database
 from toolcrib.errors import InvalidArguments, NotPermitted
 from toolcrib.policy.principal import Principal
+from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 
 TOOLS: dict[str, Tool] = {t.name: t for t in vars(demo_tools).values() if isinstance(t, Tool)}
@@ -231,3 +232,17 @@ def test_workspace_config_is_consistent(db: Path) -> None:
         if "*" not in reach and "lab" not in config["users"][user]["groups"]:
             assert not reach & {"live_read_temperature", "set_supply_voltage"}, user
     assert not tools_of("omar") & {n for n, t in TOOLS.items() if t.effect is not Effect.READ}
+
+
+@pytest.mark.parametrize(("question", "offered"), [
+    ("What is the late-delivery penalty in the Tamarack supply contract?", set()),
+    ("What is the status of order ORD-1001?", {"get_order_status"}),  # an order id is not a part number
+    ("How many F2 filters do we have in stock?", {"lookup_part", "lookup_stock", "reserve_stock"}),
+    ("What was the last recorded temperature on channel C?",
+     {"query_archived_reading", "live_read_temperature", "set_supply_voltage"}),
+    ("A customer opened a product. Can I return it?", set()),
+    ("Move EVT-501 to 14:00 and hold BK-102", {"draft_calendar_change", "apply_calendar_change", "place_hold"}),
+])
+def test_a_lookup_is_reachable_only_when_the_question_names_an_id_of_its_shape(question: str, offered: set[str]) -> None:
+    reachable = {name for name, t in TOOLS.items() if t.identifiers and t.reachable(Grounding(question))}
+    assert reachable == offered

@@ -320,12 +320,15 @@ class Runner:
         return ""
 
     async def _finish_with_final_ask(self, run: _Run, *, model_text: str = "") -> Answer:
-        if not self._grounded(run):
-            await self._search_documents(run)
+        await self._search_documents(run)  # only when nothing so far found anything
         if self.settings.require_evidence and not self._grounded(run):
             return self._abstain(run, model_text)
         ids = ", ".join(cid for cid in run.evidence.items if cid not in run.evidence.found_nothing) or "none"
-        run.messages.append(Message("user", prompts.FINAL.format(question=run.question, ids=ids)))
+        versions = " ".join(_describe_conflict(c) for c in run.evidence.conflicts)
+        ask = prompts.FINAL.format(question=run.question, ids=ids)
+        if versions:
+            ask += "\n" + prompts.VERSIONS.format(versions=versions)
+        run.messages.append(Message("user", ask))
         final = self._complete(run, None, decided_by="code", title="Ask for a final answer")
         return self._answer(run, final.text)
 
