@@ -34,7 +34,7 @@ STAFF_GROUPS = ("admin", "library")  # may place holds for another patron
 # question about the returns policy then never tempts the model into lookup_part("RETURNS").
 _OTHER_IDS = r"(?i:(?!(?:ORD|EVT|BK|KC)-))"  # order, event, book and contract ids are not part numbers
 PART = Identifier(shape=_OTHER_IDS + r"(?i:[a-z]+\d+|[a-z]+-[a-z0-9]*\d[a-z0-9]*)")  # F2, HLV-2205, TC-PT100
-ORDER = Identifier(shape=r"(?i:ORD-\d+)")
+ORDER = Identifier(shape=r"(?i:ORD-\d+|\d{3,})")  # ORD-1001, or "order 1001" as users write it
 CHANNEL = Identifier(shape=r"[A-Z]|(?i:CH\d+)")  # temperature channels A-D, supply channels CH1-CH3
 EVENT = Identifier(shape=r"(?i:EVT-\d+)")
 BOOK = Identifier(shape=r"(?i:BK-\d+)")
