@@ -13,8 +13,8 @@ from typing import Any, Annotated, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolcrib.errors import InvalidArguments
-from toolcrib.tools.grounding import Grounding
 from toolcrib.policy.principal import Principal
+from toolcrib.tools.grounding import Grounding
 
 
 class Effect(str, Enum):
