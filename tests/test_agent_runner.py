@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from toolcrib import Effect, Gate, GroupPolicy, Identifier, Limits, Principal, Registry, Runner, RunnerSettings, ScriptedModel, Tracer, tool
+from toolcrib import Effect, FunctionModel, Gate, GroupPolicy, Identifier, Limits, Principal, Registry, Runner, RunnerSettings, ScriptedModel, Tracer, tool
+from toolcrib.errors import LimitExceeded
 
 RAN: list[str] = []
 
@@ -251,3 +252,18 @@ def test_conflicting_versions_are_named_in_the_final_ask_and_both_are_cited() ->
     assert "effective 2025-07-01" in final_ask and "effective 2024-01-01" in final_ask
     assert {c.id for c in answer.citations} == {"returns-v2#c2", "returns-v1#c2"}
     assert "the sources disagree" in answer.text
+
+
+def test_a_model_whose_context_overflows_ends_the_run_as_a_limit_not_a_crash() -> None:
+    def overflowing(messages: Any, tools: Any) -> Any:
+        if len(messages) > 2:
+            raise LimitExceeded("the conversation is longer than the local model's context (4096 tokens)")
+        return ScriptedModel([call("lookup_part", part_number="HLV-2205")]).complete(messages, tools)
+
+    RAN.clear()
+    gate = Gate(REGISTRY, GroupPolicy({"support": ["*"]}))
+    answer = Runner(FunctionModel(overflowing), gate, RunnerSettings(mode="loop"), tracer_factory=tracer).ask(
+        "What does part HLV-2205 cost?", USER)
+    assert answer.outcome == "limit" and "longer than the local model's context" in answer.text
+    assert [c.id for c in answer.citations] == ["lookup_part#1"]  # what it found is kept
+    assert any(s.title == "Limit reached" for s in TRACERS[-1].steps)

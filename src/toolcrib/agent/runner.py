@@ -7,14 +7,14 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation
 from toolcrib.agent.runs import PausedRun, RunStore
-from toolcrib.errors import ConfigError, NotPermitted
+from toolcrib.errors import ConfigError, LimitExceeded, NotPermitted
 from toolcrib.models.base import Completion, Message, Model, ToolCall
 from toolcrib.policy.principal import Principal
 from toolcrib.retrieval.citations import check_citations
@@ -145,9 +145,7 @@ class Runner:
     async def aask(self, question: str, principal: Principal, *, mode: Mode | None = None) -> Answer:
         mode = mode or self.settings.mode
         run = self._start(question, principal, mode)
-        if mode == "single":
-            return await self._single(run)
-        return await self._loop(run)
+        return await self._bounded(run, self._single(run) if mode == "single" else self._loop(run))
 
     async def aresume(self, run_id: str, principal: Principal) -> Answer:
         """Continue a run paused for approval: run the approved call(s) exactly as proposed."""
@@ -161,6 +159,9 @@ class Runner:
                    CallContext(principal, tracer, Grounding(paused.question, *paused.grounding), self.resources, run_id),
                    paused.messages, run_id)
         tracer.record(kind="human", decided_by="human", title="Resume paused run", detail={"run_id": run_id})
+        return await self._bounded(run, self._continue(run, paused))
+
+    async def _continue(self, run: _Run, paused: PausedRun) -> Answer:
         outcomes = [await self.gate.run(call, run.cctx, proposal_id=pid) for call, pid in paused.pending]
         self._observe(run, outcomes)
         pending = [o for o in outcomes if o.status == "approval_required"]
@@ -169,6 +170,15 @@ class Runner:
         if paused.mode == "single":
             return await self._finish_with_final_ask(run)
         return await self._loop(run)
+
+    async def _bounded(self, run: _Run, steps: Coroutine[Any, Any, Answer]) -> Answer:
+        """Run ``steps``; a limit the model hits (its context window) ends the run like any other limit."""
+        try:
+            return await steps
+        except LimitExceeded as exc:
+            run.tracer.record(kind="code", decided_by="code", title="Limit reached", detail=str(exc))
+            return self._finish(run, f"I stopped before finishing: {exc}. Here is what I found so far.",
+                                outcome="limit")
 
     # -- modes ------------------------------------------------------------------------------------
 
@@ -230,9 +240,7 @@ class Runner:
         while True:
             stop = self._limit_reached(run)
             if stop:
-                run.tracer.record(kind="code", decided_by="code", title="Limit reached", detail=stop)
-                return self._finish(run, f"I stopped before finishing: {stop}. Here is what I found so far.",
-                                    outcome="limit")
+                raise LimitExceeded(stop)  # ends the run with what it found so far (see _bounded)
             specs = tool_specs(self._offered(run))
             run.rounds += 1
             reply = self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})")

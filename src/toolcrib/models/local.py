@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from llama_cpp import Llama
 
 DEFAULT_NAME = "local:" + MODEL_FILENAME.removesuffix(".gguf")
-DEFAULT_N_CTX = 4096
+DEFAULT_N_CTX = 8192  # a loop with two document searches outgrows 4096 tokens
 DEFAULT_MAX_TOKENS = 512
 _INSTALL_HINT = "pip install 'llama-cpp-python==0.3.36' (set CMAKE_ARGS=\"-DLLAVA_BUILD=OFF\" for a faster build)"
 
