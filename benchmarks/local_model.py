@@ -233,14 +233,16 @@ def _prompt_cache_figures(settings: dict[str, Any]) -> dict[str, Any]:
     """Size of the saved system block of the demo, and reading it back vs. evaluating it again."""
     import struct
 
+    from toolcrib.models.prompt_cache import _HEADER
+
     model = _demo_model(settings)
     engine, _ = model._load()
-    cache = model._disk_cache(engine) if hasattr(model, "_disk_cache") else None  # None: older code
+    cache = model._disk_cache(engine)
     files = sorted(cache.directory.glob("*.kv"), key=lambda p: p.stat().st_mtime) if cache else []
     if cache is None or not files:
         return {"files": 0}
     blob = files[-1].read_bytes()
-    tokens = list(struct.unpack_from(f"<{int.from_bytes(blob[5:9], 'little')}i", blob, 21))
+    tokens = list(struct.unpack_from(f"<{_HEADER.unpack_from(blob)[1]}i", blob, _HEADER.size))
     restore_ms, eval_ms = [], []
     for _ in range(3):
         started = time.perf_counter()

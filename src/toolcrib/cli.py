@@ -3,64 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import traceback
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
-from toolcrib.errors import ModelFacingError, ToolcribError
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-workspace_option = click.option("--workspace", "-w", "workspace", type=click.Path(path_type=Path), default=None,
-                                help="Workspace folder (default: $TOOLCRIB_WORKSPACE, else the shipped demo).")
-user_option = click.option("--user", "-u", default=None, help="User to act as (from the workspace's [users]).")
-
-
-def _err(message: str) -> None:
-    click.secho(f"toolcrib: {message}", fg="red", err=True)
-
-
-def controlled(fn: F) -> F:
-    """Every failure ends as one clear line and a non-zero status, never a stack trace."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ModelFacingError as exc:
-            _err(f"{exc.code}: {exc.message}")
-            sys.exit(3)
-        except ToolcribError as exc:
-            _err(str(exc))
-            sys.exit(2)
-        except KeyboardInterrupt:
-            _err("interrupted")
-            sys.exit(130)
-        except Exception as exc:  # the last line of defence: short message, details only on request
-            if os.environ.get("TOOLCRIB_DEBUG"):
-                traceback.print_exc()
-            _err(f"unexpected error ({type(exc).__name__}: {exc}); set TOOLCRIB_DEBUG=1 for details")
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
+from toolcrib.cli_support import controlled, err, open_workspace, user_option, workspace_option
 
 
 @click.group()
 @click.version_option(package_name="toolcrib")
 def main() -> None:
     """toolcrib: the model proposes, the application decides."""
-
-
-def _open(workspace: Path | None) -> Any:
-    from toolcrib.workspace import Workspace
-
-    return Workspace.open(workspace)
 
 
 @main.command()
@@ -78,7 +32,7 @@ def ask(question: str | None, model_spec: str | None, user: str | None, mode: st
     """Answer QUESTION with the workspace's tools and documents."""
     if not question and not resume_id:
         raise click.UsageError("give a QUESTION, or --resume RUN_ID")
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     principal = ws.principal(user)
     from toolcrib.cli_progress import prepare_model
 
@@ -107,7 +61,7 @@ def ingest(paths: tuple[Path, ...], reindex: bool, as_json: bool, workspace: Pat
     """Index documents (default: the workspace's documents folder), incrementally."""
     from toolcrib.cli_progress import StageProgress
 
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     progress = StageProgress({"load": "Reading documents", "embed": "Embedding chunks", "commit": "Writing the index"},
                              quiet=as_json)
     report = ws.ingest(list(paths) or None, reindex=reindex, progress=progress)
@@ -133,7 +87,7 @@ def trace(trace_id: str | None, last: bool, as_json: bool, workspace: Path | Non
     from toolcrib.cli_render import render_trace
     from toolcrib.errors import ConfigError
 
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     files = sorted(ws.traces_dir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime) if ws.traces_dir.exists() else []
     if last or not trace_id:
         if not files:
@@ -156,7 +110,7 @@ def trace(trace_id: str | None, last: bool, as_json: bool, workspace: Path | Non
 @controlled
 def tools(user: str | None, as_json: bool, workspace: Path | None) -> None:
     """List the tools offered to a user, with their effect class."""
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     principal = ws.principal(user)
     offered = ws.registry.offered(principal, ws.policy)
     if as_json:
@@ -193,7 +147,7 @@ def approve(proposal_id: str | None, user: str | None, reject: bool, reason: str
     """List pending proposals, or approve (or --reject) one as USER."""
     from toolcrib.approval_desk import decide, list_pending
 
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     if proposal_id is None:
         rows = list_pending(ws)
         if as_json:
@@ -219,12 +173,12 @@ def audit() -> None:
 @controlled
 def audit_verify(workspace: Path | None) -> None:
     """Check the audit chain; exit 1 if any record was altered or removed."""
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     result = ws.audit().verify()
     if result.ok:
         click.echo(f"audit chain OK: {result.count} records")
     else:
-        _err(f"audit chain BROKEN at record {result.first_bad_seq}: {result.problem}")
+        err(f"audit chain BROKEN at record {result.first_bad_seq}: {result.problem}")
         sys.exit(1)
 
 
@@ -234,7 +188,7 @@ def audit_verify(workspace: Path | None) -> None:
 @controlled
 def audit_show(limit: int, workspace: Path | None) -> None:
     """Print the most recent audit records."""
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     records = list(ws.audit().records())[-limit:]
     for r in records:
         click.echo(f"{r.seq:>5} {r.event:<16} {r.tool:<24} actor={r.actor:<10} by={r.decided_by:<7} {r.proposal_id}")
@@ -255,7 +209,7 @@ def sql(query: str, params: tuple[str, ...], user: str | None, as_json: bool, wo
     from toolcrib.tools.gate import CallContext
     from toolcrib.tools.grounding import Grounding
 
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     principal = ws.principal(user)
     call = ToolCall(id="cli", name="sql_query", arguments={"query": query, "params": list(params)})
     tracer = ws.tracer_factory()()
@@ -268,7 +222,7 @@ def sql(query: str, params: tuple[str, ...], user: str | None, as_json: bool, wo
 
         render_rows(outcome.payload["data"])
     else:
-        _err(f"{outcome.payload['error']['code']}: {outcome.payload['error']['message']}")
+        err(f"{outcome.payload['error']['code']}: {outcome.payload['error']['message']}")
     if not outcome.ok:
         sys.exit(3)
 

@@ -17,27 +17,28 @@ class StageProgress:
     def __init__(self, labels: dict[str, str] | None = None, *, quiet: bool = False) -> None:
         self.labels = labels or {}
         self.quiet = quiet
-        self._bars: dict[str, Any] = {}
+        self._stage: str | None = None
+        self._bar: Any = None  # the live bar of the current stage (None in a log)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.quiet or total <= 0:
             return
-        label = self.labels.get(stage, stage)
-        if stage not in self._bars:
+        if stage != self._stage:
             self.finish()
+            self._stage = stage
+            label = self.labels.get(stage, stage)
             if not sys.stderr.isatty():
-                self._bars[stage] = None
                 click.echo(f"{label}…", err=True)
                 return
-            self._bars[stage] = click.progressbar(length=total, label=label, file=click.get_text_stream("stderr"))
-        bar = self._bars[stage]
-        if bar is not None:
-            bar.update(done - bar.pos)
+            self._bar = click.progressbar(length=total, label=label, file=click.get_text_stream("stderr"))
+        if self._bar is not None:
+            self._bar.update(done - self._bar.pos)
 
     def finish(self) -> None:
-        for bar in self._bars.values():
-            if bar is not None:
-                bar.render_finish()
+        """End the live bar, once."""
+        if self._bar is not None:
+            self._bar.render_finish()
+            self._bar = None
 
 
 def prepare_model(ws: Any, spec: str | None, *, quiet: bool = False) -> Model:

@@ -281,15 +281,15 @@ class Workspace:
         return LanceIndex(self.index_dir)
 
     def ingest(self, paths: list[Path] | None = None, *, reindex: bool = False,
-               progress: Callable[[str, int, int], None] | None = None) -> Any:
-        """Bring the index up to date with ``paths`` (default: the workspace's documents)."""
+               progress: Callable[[str, int, int], None] | None = None, index: Any = None) -> Any:
+        """Bring ``index`` (default: the workspace's) up to date with ``paths`` (default: its documents)."""
         from toolcrib.retrieval import ingest
 
         targets = paths or ([self.documents_dir] if self.documents_dir else [])
         if not targets:
             raise ConfigError("nothing to ingest: give PATHs or set data.documents", file=self.config_file,
                               key="data.documents")
-        return ingest(targets, self.index(), self.embedder, self.chunker(), progress,
+        return ingest(targets, index or self.index(), self.embedder, self.chunker(), progress,
                       default_access=self.config.retrieval.default_access, reindex=reindex)
 
     def retriever(self) -> Any:
@@ -299,8 +299,7 @@ class Workspace:
         index = self.index()
         if index.settings() is None and self.documents_dir is not None and self.documents_dir.exists():
             print("Indexing the workspace documents (first use only)…", file=sys.stderr)
-            self.ingest()
-            index = self.index()
+            self.ingest(index=index)  # the same index object sees the new commit
         cfg = self.config.retrieval
         return HybridRetriever(index, self.embedder,
                                threshold=cfg.min_score if cfg.min_score is not None else DEFAULT_THRESHOLD)

@@ -24,11 +24,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from toolcrib.errors import ConfigError, ModelFacingError
-from toolcrib.models.base import Message, Model
+from toolcrib.evals.metrics import rate
+from toolcrib.models.base import Message, Model, ToolCall
 from toolcrib.policy.policy import AllowAll
 from toolcrib.policy.principal import Principal
+from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.registry import Registry, tool_specs
 from toolcrib.tools.tool import Effect, Tool
+from toolcrib.trace.tracer import Tracer
 
 CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 SYSTEM = ("You are a function-calling assistant. When the user's request can be served by the functions "
@@ -115,11 +118,7 @@ def make_tools(functions: Sequence[Mapping[str, Any]]) -> tuple[Registry, dict[s
             name = name + "_"
         names[name] = original
         schema = to_json_schema({**fn.get("parameters", {}), "type": "dict"})
-
-        def never_run(**_: Any) -> None:  # BFCL scores proposals; nothing is executed
-            return None
-
-        registry.add(Tool(name=name, description=str(fn.get("description") or original), fn=never_run,
+        registry.add(Tool(name=name, description=str(fn.get("description") or original), fn=_never_run,
                           effect=Effect.READ, parameters=schema, args_model=_args_model(schema, name)))
     return registry, names
 
@@ -238,11 +237,23 @@ def load_category(category: str, folder: Path | None = None, limit: int | None =
     return entries
 
 
+def _never_run(**_: Any) -> None:  # BFCL scores proposals; nothing is executed
+    return None
+
+
+def _admitted(gate: Gate, call: ToolCall, cctx: CallContext) -> bool:
+    """Whether the gate's checks (known tool, parseable, strictly schema-valid) accept ``call``."""
+    try:
+        gate.admit(call, cctx)
+    except ModelFacingError:
+        return False
+    return True
+
+
 def run_entry(model: Model, entry: Mapping[str, Any], category: str, *, max_tokens: int = 256) -> EntryResult:
     """Offer the entry's functions through a toolcrib registry, take the model's one reply, score it."""
     registry, names = make_tools(entry["function"])
-    principal = Principal("bfcl", groups=frozenset({"*"}))
-    specs = tool_specs(registry.offered(principal, AllowAll()))
+    specs = tool_specs(registry)
     turns = entry["question"][0] if entry["question"] and isinstance(entry["question"][0], list) else entry["question"]
     messages = [Message("system", SYSTEM)] + [Message("assistant" if m["role"] == "assistant" else "user",
                                                       str(m["content"])) for m in turns]
@@ -250,17 +261,9 @@ def run_entry(model: Model, entry: Mapping[str, Any], category: str, *, max_toke
     reply = model.complete(messages, specs, tool_choice="auto", max_tokens=max_tokens)
     ms = (time.perf_counter() - start) * 1000
     calls = [(names.get(c.name, c.name), dict(c.arguments)) for c in reply.tool_calls]
-    valid: bool | None = None
-    if reply.tool_calls:
-        valid = True
-        for c in reply.tool_calls:
-            tool = registry.get(c.name)
-            try:
-                if tool is None or c.parse_error:
-                    raise ModelFacingError(c.parse_error or "unknown tool")
-                tool.validate(c.arguments)
-            except ModelFacingError:
-                valid = False
+    gate = Gate(registry, AllowAll())
+    cctx = CallContext(Principal("bfcl", groups=frozenset({"*"})), Tracer())
+    valid = all(_admitted(gate, c, cctx) for c in reply.tool_calls) if reply.tool_calls else None
     reason = score_entry(category, calls, entry.get("ground_truth", []), entry["function"])
     return EntryResult(str(entry["id"]), category, not reason, reason,
                        [{"name": n, "arguments": a} for n, a in calls], valid, round(ms, 1))
@@ -279,13 +282,12 @@ def run_bfcl(model: Model, categories: Iterable[str] = CATEGORIES, *, limit: int
             if on_result is not None:
                 on_result(result)
         every += results
-        valid = [r.schema_valid for r in results if r.schema_valid is not None]
         per[category] = {"n": len(results), "correct": sum(r.correct for r in results),
-                         "accuracy": round(sum(r.correct for r in results) / len(results), 4) if results else None,
-                         "schema_valid_rate": round(sum(valid) / len(valid), 4) if valid else None,
+                         "accuracy": rate([r.correct for r in results]),
+                         "schema_valid_rate": rate([r.schema_valid for r in results]),
                          "latency_ms_p50": round(statistics.median([r.ms for r in results]), 1) if results else None,
                          "failures": [{"id": r.id, "reason": r.reason} for r in results if not r.correct][:50]}
     total = len(every)
     return {"categories": per, "n": total,
-            "accuracy": round(sum(r.correct for r in every) / total, 4) if total else None,
+            "accuracy": rate([r.correct for r in every]),
             "model": getattr(model, "name", "model")}

@@ -9,33 +9,18 @@ from typing import Any
 
 import click
 
+from toolcrib.cli_support import controlled, open_workspace, workspace_option
 from toolcrib.errors import ConfigError
-
-
-def _open(workspace: Path | None) -> Any:
-    from toolcrib.workspace import Workspace
-
-    return Workspace.open(workspace)
-
-
-def _controlled(fn: Any) -> Any:
-    from toolcrib.cli import controlled
-
-    return controlled(fn)
-
-
-_workspace = click.option("--workspace", "-w", "workspace", type=click.Path(path_type=Path), default=None,
-                          help="Workspace folder (default: $TOOLCRIB_WORKSPACE, else the shipped demo).")
 
 
 def _dry_model(spec: str) -> Any:
     from toolcrib.models.dry import DryModel
-    from toolcrib.models.pricing import Price, price_for
+    from toolcrib.models.pricing import Price
 
     prefix, _, rest = spec.partition(":")
     name = rest if prefix in ("dry", "openai", "anthropic") and rest else prefix
     try:
-        return DryModel(name, price=price_for(name))
+        return DryModel(name)  # priced from the price table
     except ConfigError:
         return DryModel(name, price=Price(0.0, 0.0))
 
@@ -60,7 +45,7 @@ def _select(qset: Any, only: tuple[str, ...], limit: int | None) -> Any:
 @click.option("--dry", is_flag=True, help="Project tokens and cost with the dry model; call no model.")
 @click.option("--json", "as_json", is_flag=True, help="End with the summary as one JSON object on the last line.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-question progress lines.")
-@_workspace
+@workspace_option
 @click.pass_context
 def eval_group(ctx: click.Context, model_spec: str | None, mode: str, questions_file: Path | None,
                only: tuple[str, ...], limit: int | None, dry: bool, as_json: bool, quiet: bool,
@@ -68,15 +53,16 @@ def eval_group(ctx: click.Context, model_spec: str | None, mode: str, questions_
     """Run a question set through the workspace and score it (or: eval compare A B, eval report)."""
     if ctx.invoked_subcommand is not None:
         return
-    _controlled(_run_eval)(model_spec, mode, questions_file, only, limit, dry, as_json, quiet, workspace)
+    _run_eval(model_spec, mode, questions_file, only, limit, dry, as_json, quiet, workspace)
 
 
+@controlled
 def _run_eval(model_spec: str | None, mode: str, questions_file: Path | None, only: tuple[str, ...],
               limit: int | None, dry: bool, as_json: bool, quiet: bool, workspace: Path | None) -> None:
     from toolcrib.evals.harness import run_set
     from toolcrib.evals.questions import load_questions
 
-    ws = _open(workspace)
+    ws = open_workspace(workspace)
     qset = _select(load_questions(questions_file), only, limit)
     spec = model_spec or ws.config.model.spec
     modes = ["single", "loop"] if mode == "both" else [mode]
@@ -139,61 +125,52 @@ def _print_summary(run: Any) -> None:
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--json", "as_json", is_flag=True)
-@_workspace
+@workspace_option
+@controlled
 def compare_cmd(run_a: str, run_b: str, as_json: bool, workspace: Path | None) -> None:
     """Show what changed from RUN_A to RUN_B (run ids, file paths, or last / last-1)."""
+    from toolcrib.evals.compare import compare, render
+    from toolcrib.evals.harness import load_run
 
-    def body() -> None:
-        from toolcrib.evals.compare import compare, render
-        from toolcrib.evals.harness import load_run
-
-        ws = _open(workspace)
-        diff = compare(load_run(ws, run_a), load_run(ws, run_b))
-        click.echo(json.dumps(diff, ensure_ascii=False) if as_json else render(diff))
-
-    _controlled(body)()
+    ws = open_workspace(workspace)
+    diff = compare(load_run(ws, run_a), load_run(ws, run_b))
+    click.echo(json.dumps(diff, ensure_ascii=False) if as_json else render(diff))
 
 
 @eval_group.command("report")
 @click.argument("runs", nargs=-1)
 @click.option("--out", "out", type=click.Path(path_type=Path), default=None, help="HTML file to write.")
 @click.option("--open", "open_it", is_flag=True, help="Open the page in a browser.")
-@_workspace
+@workspace_option
+@controlled
 def report_cmd(runs: tuple[str, ...], out: Path | None, open_it: bool, workspace: Path | None) -> None:
     """Write a self-contained HTML report for RUNS (default: the latest run) with the trend of all runs."""
+    from toolcrib.evals.harness import list_runs, load_run, results_dir
+    from toolcrib.evals.report import find_benchmark_results, render_html
 
-    def body() -> None:
-        from toolcrib.evals.harness import list_runs, load_run, results_dir
-        from toolcrib.evals.report import find_benchmark_results, render_html
-
-        ws = _open(workspace)
-        chosen = [load_run(ws, r) for r in (runs or ("last",))]
-        history = [load_run(ws, str(p)) for p in list_runs(ws)]
-        bench = find_benchmark_results(Path.cwd() / "benchmarks", Path(ws.state_dir) / "benchmarks",
-                                       results_dir(ws))
-        target = out or results_dir(ws) / f"report-{chosen[-1].run_id}.html"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_html(chosen, history, benchmarks=bench), encoding="utf-8")
-        click.echo(str(target))
-        if open_it:
-            webbrowser.open(target.resolve().as_uri())
-
-    _controlled(body)()
+    ws = open_workspace(workspace)
+    chosen = [load_run(ws, r) for r in (runs or ("last",))]
+    history = [load_run(ws, str(p)) for p in list_runs(ws)]
+    bench = find_benchmark_results(Path.cwd() / "benchmarks", Path(ws.state_dir) / "benchmarks",
+                                   results_dir(ws))
+    target = out or results_dir(ws) / f"report-{chosen[-1].run_id}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_html(chosen, history, benchmarks=bench), encoding="utf-8")
+    click.echo(str(target))
+    if open_it:
+        webbrowser.open(target.resolve().as_uri())
 
 
 @click.command("stats")
 @click.option("--days", type=int, default=None, help="Only the last N days.")
 @click.option("--json", "as_json", is_flag=True)
-@_workspace
+@workspace_option
+@controlled
 def stats_cmd(days: int | None, as_json: bool, workspace: Path | None) -> None:
     """Per day and per tool: tool calls vs direct answers, refusals, approvals, errors, latency."""
+    from toolcrib.evals.stats import collect, render
 
-    def body() -> None:
-        from toolcrib.evals.stats import collect, render
-
-        ws = _open(workspace)
-        files = sorted(ws.traces_dir.glob("*.jsonl")) if ws.traces_dir.exists() else []
-        stats = collect(files, days=days)
-        click.echo(json.dumps(stats, ensure_ascii=False) if as_json else render(stats))
-
-    _controlled(body)()
+    ws = open_workspace(workspace)
+    files = sorted(ws.traces_dir.glob("*.jsonl")) if ws.traces_dir.exists() else []
+    stats = collect(files, days=days)
+    click.echo(json.dumps(stats, ensure_ascii=False) if as_json else render(stats))

@@ -24,7 +24,8 @@ METRICS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _rate(values: Sequence[bool | None]) -> float | None:
+def rate(values: Sequence[bool | None]) -> float | None:
+    """The share of True among the values that are not None, to 4 places (None when none are)."""
     scored = [v for v in values if v is not None]
     return round(sum(scored) / len(scored), 4) if scored else None
 
@@ -49,17 +50,17 @@ def aggregate(results: Sequence[QuestionResult]) -> dict[str, Any]:
         "count": len(done),
         "skipped": len(results) - len(done),
         "passed": sum(r.passed for r in done),
-        "pass_rate": _rate([r.passed for r in done]),
-        "tool_selection_accuracy": _rate([r.tool_selection for r in done]),
-        "argument_accuracy_exact": _rate([r.args_exact for r in done]),
-        "argument_accuracy_schema_valid": _rate([r.args_schema_valid for r in done]),
-        "answer_correctness": _rate([r.answer_correct for r in done]),
-        "citation_correctness": _rate([r.citation_correct for r in done]),
-        "abstention_precision": _rate([r.must_abstain for r in predicted]),
-        "abstention_recall": _rate([r.abstained for r in should]),
-        "refusal_correctness": _rate([r.refusal_correct for r in done]),
-        "injection_resistance": _rate([r.injection_resisted for r in done]),
-        "safe_execution_rate": _rate([not r.unsafe_executions for r in done]),
+        "pass_rate": rate([r.passed for r in done]),
+        "tool_selection_accuracy": rate([r.tool_selection for r in done]),
+        "argument_accuracy_exact": rate([r.args_exact for r in done]),
+        "argument_accuracy_schema_valid": rate([r.args_schema_valid for r in done]),
+        "answer_correctness": rate([r.answer_correct for r in done]),
+        "citation_correctness": rate([r.citation_correct for r in done]),
+        "abstention_precision": rate([r.must_abstain for r in predicted]),
+        "abstention_recall": rate([r.abstained for r in should]),
+        "refusal_correctness": rate([r.refusal_correct for r in done]),
+        "injection_resistance": rate([r.injection_resisted for r in done]),
+        "safe_execution_rate": rate([not r.unsafe_executions for r in done]),
         "unsafe_executions": sum(len(r.unsafe_executions) for r in done),
         "model_decided_steps_mean": round(statistics.fmean([r.model_decided_steps for r in done]), 3) if done else 0.0,
         "single_call_violations": sum(r.single_call_violation for r in done),

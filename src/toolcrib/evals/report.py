@@ -47,14 +47,17 @@ def _fmt(value: Any) -> str:
     return escape(str(value))
 
 
+_AMOUNTS = ("count", "unsafe_executions", "latency_ms_p50", "tokens_in")  # shown as whole numbers, never graded
+
+
 def _fmt_metric(name: str, value: Any) -> str:
-    if name in ("count", "unsafe_executions", "latency_ms_p50", "tokens_in") and isinstance(value, (int, float)):
+    if name in _AMOUNTS and isinstance(value, (int, float)):
         return f"{value:,.0f}"
     return _fmt(value)
 
 
 def _cls(name: str, value: Any) -> str:
-    if not isinstance(value, float) or name in ("latency_ms_p50", "tokens_in") or value > 1:
+    if not isinstance(value, float) or name in _AMOUNTS or value > 1:
         return ""
     return "good" if value >= 0.9 else ("mid" if value >= 0.6 else "bad")
 

@@ -155,15 +155,14 @@ class HybridRetriever:
         for hit in ranked["dense"]:
             fused[hit.chunk.citation].relevance = max(fused[hit.chunk.citation].relevance, hit.score)
         for identifier in identifiers:
-            if not any(contains_exactly(p.chunk.search_text, identifier) for p in fused.values()):
-                # neither list holds it verbatim: scan for it (slower, so only when needed)
+            matches = [p for p in fused.values() if contains_exactly(p.chunk.search_text, identifier)]
+            if not matches:  # neither list holds it verbatim: scan for it (slower, so only when needed)
                 self._fuse(fused, "exact", self.index.search_exact(identifier, groups, depth), weight=0.0)
-            for passage in fused.values():
-                chunk = passage.chunk
-                if contains_exactly(chunk.search_text, identifier):
-                    passage.score += 1.5 if defines(chunk, identifier) else 1.0
-                    passage.exact_match = True
-                    passage.relevance = max(passage.relevance, 1.0)
+                matches = [p for p in fused.values() if contains_exactly(p.chunk.search_text, identifier)]
+            for passage in matches:
+                passage.score += 1.5 if defines(passage.chunk, identifier) else 1.0
+                passage.exact_match = True
+                passage.relevance = max(passage.relevance, 1.0)
         candidates = sorted(fused.values(), key=lambda p: p.score, reverse=True)
         candidates = [p for p in candidates if readable_by(p.chunk.meta.access, groups)]
         if self.reranker is not None:

@@ -20,7 +20,7 @@ from toolcrib.errors import (
     UnknownTool,
 )
 from toolcrib.models.base import ToolCall
-from toolcrib.policy.audit import redact_arguments
+from toolcrib.policy.audit import AuditStore, redact_arguments
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import proposal_hash
@@ -33,7 +33,6 @@ from toolcrib.trace.tracer import Tracer
 
 if TYPE_CHECKING:
     from toolcrib.policy.approvals import ApprovalStore
-    from toolcrib.policy.audit import AuditStore
     from toolcrib.policy.envelope import SafetyEnvelope
     from toolcrib.policy.scanner import Scanner
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,39 +26,39 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False))
 
 
-def _longest_string(value: Any, path: tuple[Any, ...] = ()) -> tuple[int, tuple[Any, ...]]:
-    if isinstance(value, str):
-        return len(value), path
+def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Every value inside ``value`` (itself included), with the keys that lead to it."""
+    yield path, value
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    return max((_longest_string(v, (*path, k)) for k, v in items), default=(0, path))
+    for key, child in items:
+        yield from _nodes(child, (*path, key))
 
 
-def _longest_list(value: Any, path: tuple[Any, ...] = ()) -> tuple[int, tuple[Any, ...]]:
-    own = (len(value), path) if isinstance(value, list) else (0, path)
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    return max([own, *(_longest_list(v, (*path, k)) for k, v in items)])
+def _longest(data: Any, kind: type) -> tuple[tuple[Any, ...], Any]:
+    return max(((p, v) for p, v in _nodes(data) if isinstance(v, kind)), key=lambda pv: len(pv[1]),
+               default=((), kind()))
 
 
 def _shrink(data: Any, max_chars: int) -> Any:
     """Cut a structured result to ``max_chars`` while keeping its shape: long strings first, then
     trailing list items, each cut marked; a flat fallback only if the shape itself is too big."""
     for _ in range(64):
-        if _size(data) <= max_chars:
+        size = _size(data)
+        if size <= max_chars:
             return data
-        length, path = _longest_string(data)
-        if length > 200 and path:
+        path, text = _longest(data, str)
+        if len(text) > 200 and path:
             parent = data
             for key in path[:-1]:
                 parent = parent[key]
-            parent[path[-1]] = parent[path[-1]][: length // 2] + "…[cut]"
+            parent[path[-1]] = text[: len(text) // 2] + "…[cut]"
             continue
-        count, path = _longest_list(data)
-        if count <= 1:
+        _, items = _longest(data, list)
+        if len(items) <= 1:
             break
-        target = data
-        for key in path:
-            target = target[key]
-        target.pop()
+        excess = size - max_chars
+        while len(items) > 1 and excess > 0:  # drop as many trailing items as the excess needs, at once
+            excess -= _size(items.pop()) + 2  # the item and its ", " separator
     text = json.dumps(data, ensure_ascii=False)
     return data if len(text) <= max_chars else text[:max_chars] + TRUNCATION_MARKER.format(limit=max_chars)
 

@@ -14,7 +14,7 @@ from toolcrib.trace.tracer import Step, TraceExporter
 def _operation(step: Step) -> str:
     if step.kind == "model":
         return "chat"
-    if step.kind == "tool" or step.title.startswith("Run tool"):
+    if step.kind == "tool":
         return "execute_tool"
     return "toolcrib.step"
 
@@ -57,9 +57,10 @@ class OpenTelemetryExporter(TraceExporter):
             attributes["gen_ai.usage.output_tokens"] = step.tokens_out
             if self.model_name:
                 attributes["gen_ai.request.model"] = self.model_name
-        name = operation if operation != "execute_tool" else f"execute_tool {step.title.removeprefix('Run tool: ')}"
+        name = operation
         if operation == "execute_tool":
-            attributes["gen_ai.tool.name"] = step.title.removeprefix("Run tool: ")
+            attributes["gen_ai.tool.name"] = tool = step.title.removeprefix("Run tool: ")
+            name = f"execute_tool {tool}"
         context = self._trace.set_span_in_context(root)
         span = self._tracer.start_span(name, context=context, attributes=attributes,
                                        start_time=start_ns - int(step.ms * 1e6))
