@@ -37,6 +37,18 @@ class _PerProcess(Generic[_C]):
         self._conn: _C | None = None
         self._pid = 0
 
+    def _connection(self) -> _C:
+        """The open connection of this process (a forked parent's handle is never reused)."""
+        if self._conn is None or self._pid != os.getpid() or not self._usable(self._conn):
+            self._conn, self._pid = self._open(), os.getpid()
+        return self._conn
+
+    def _open(self) -> _C:
+        raise NotImplementedError
+
+    def _usable(self, conn: _C) -> bool:
+        return True
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None and self._pid == os.getpid():
@@ -52,11 +64,8 @@ class SQLiteConnection(_PerProcess[sqlite3.Connection]):
         self.path = path
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None or self._pid != os.getpid():  # never reuse a forked parent's handle
-            self._conn = _sqlite_connect(self.path)
-            self._pid = os.getpid()
-        return self._conn
+    def _open(self) -> sqlite3.Connection:
+        return _sqlite_connect(self.path)
 
     @contextmanager
     def tx(self, write: bool = True) -> Iterator[sqlite3.Cursor]:
@@ -95,19 +104,19 @@ class PostgresConnection(_PerProcess[Any]):
         self.schema = schema
         self.what = what
 
-    def _connection(self) -> Any:
-        conn = self._conn
-        if conn is None or conn.closed or conn.broken or self._pid != os.getpid():
-            try:
-                conn = self._psycopg.connect(self.dsn, autocommit=True)
-            except self._psycopg.OperationalError as exc:
-                raise ConfigError(f"cannot connect to PostgreSQL for the {self.what}: {exc}".strip(),
-                                  key="dsn") from None
-            if self.schema:
-                from psycopg import sql
+    def _usable(self, conn: Any) -> bool:
+        return not (conn.closed or conn.broken)
 
-                conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
-            self._conn, self._pid = conn, os.getpid()
+    def _open(self) -> Any:
+        try:
+            conn = self._psycopg.connect(self.dsn, autocommit=True)
+        except self._psycopg.OperationalError as exc:
+            raise ConfigError(f"cannot connect to PostgreSQL for the {self.what}: {exc}".strip(),
+                              key="dsn") from None
+        if self.schema:
+            from psycopg import sql
+
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
         return conn
 
     @contextmanager
