@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from toolcrib import Effect, FunctionModel, Gate, GroupPolicy, Identifier, Limits, Principal, Registry, Runner, RunnerSettings, ScriptedModel, Tracer, tool
+from toolcrib import Effect, EventKind, FunctionModel, Gate, GroupPolicy, Identifier, Limits, Principal, Registry, Runner, RunnerSettings, ScriptedModel, Tracer, tool
 from toolcrib.errors import LimitExceeded
 
 RAN: list[str] = []
@@ -89,7 +89,7 @@ def test_two_calls_in_one_turn_the_extra_is_recorded_as_dropped() -> None:
     answer = r.ask("What does part HLV-2205 cost?", USER)
     assert RAN == ["lookup_part HLV-2205"]
     assert answer.refused[0]["name"] == "reserve_stock" and answer.refused[0]["status"] == "dropped"
-    assert any(s.title == "Dropped extra call: reserve_stock" for s in TRACERS[-1].steps)
+    assert any(e.kind == EventKind.CALL_DROPPED and e.tool == "reserve_stock" for e in TRACERS[-1].events)
     assert answer.model_decided_steps == 1
 
 
@@ -158,9 +158,10 @@ def test_a_question_that_names_no_identifier_is_not_offered_the_id_lookups() -> 
     r, model = runner([call("search_notes", query="returns policy"), "Returns within 30 days [search_notes#1]."])
     r.ask("What does our returns policy say about opened products?", USER)
     assert offered(model) == ["search_notes"]
-    offer = next(s for s in TRACERS[-1].steps if s.title == "Offer tools")
+    offer = next(e for e in TRACERS[-1].events if e.kind == EventKind.TOOLS_OFFERED)
     assert offer.decided_by == "code"
-    assert offer.detail["withheld"]["lookup_part"] == "needs part_number, which the request and tool results do not name"
+    assert offer.detail["withheld"]["lookup_part"] == (
+        "it needs part_number, which the request and tool results do not name")
 
 
 def test_an_identifier_in_the_question_or_a_tool_result_brings_the_lookups_back() -> None:
@@ -205,8 +206,8 @@ def test_when_the_chosen_lookup_finds_nothing_code_searches_the_documents_once()
     assert RAN == ["lookup_part P9", "search_docs What is the late-delivery penalty for P9?"]
     assert [c.id for c in answer.citations] == ["contract#c9"]  # the empty lookup is not cited
     assert answer.model_decided_steps == 1  # the search was code's decision, and the trace says so
-    step = next(s for s in TRACERS[-1].steps if s.title == "Search the documents: search_docs")
-    assert step.decided_by == "code"
+    step = next(e for e in TRACERS[-1].events if e.kind == EventKind.CODE_SEARCH)
+    assert step.decided_by == "code" and step.tool == "search_docs"
 
 
 def test_in_loop_mode_an_unsupported_answer_triggers_the_search_then_the_model_answers_again() -> None:
@@ -266,4 +267,4 @@ def test_a_model_whose_context_overflows_ends_the_run_as_a_limit_not_a_crash() -
         "What does part HLV-2205 cost?", USER)
     assert answer.outcome == "limit" and "longer than the local model's context" in answer.text
     assert [c.id for c in answer.citations] == ["lookup_part#1"]  # what it found is kept
-    assert any(s.title == "Limit reached" for s in TRACERS[-1].steps)
+    assert TRACERS[-1].count(EventKind.LIMIT_REACHED) == 1

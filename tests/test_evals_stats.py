@@ -8,33 +8,33 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from toolcrib import Event, EventKind
 from toolcrib.cli import main
 from toolcrib.evals.stats import collect
 
 
 def write_trace(folder: Path, name: str, day: str, *, tool: str | None, refused: bool = False, held: bool = False,
                 error: bool = False) -> None:
-    steps = [{"kind": "code", "decided_by": "code", "title": "Start run (single mode)", "at": f"{day}T10:00:00.000+00:00"}]
+    """A typed trace; titles are left empty: stats must not need them."""
+    def at(second: str) -> str:
+        return f"{day}T10:00:{second}+00:00"
+
+    events = [Event(EventKind.RUN_STARTED, "code", at=at("00.000"))]
     if tool:
-        steps.append({"kind": "model", "decided_by": "model", "title": f"Model decides: {tool}",
-                      "detail": [{"id": "c1", "name": tool, "arguments": {}}], "at": f"{day}T10:00:01.000+00:00"})
+        events += [Event(EventKind.MODEL_DECISION, "model", status="tool_calls", at=at("01.000")),
+                   Event(EventKind.CALL_PROPOSED, "model", tool=tool, call_id="c1", at=at("01.000"))]
         if refused:
-            steps.append({"kind": "policy", "decided_by": "policy", "title": f"Refused {tool}: not_permitted",
-                          "at": f"{day}T10:00:01.100+00:00"})
+            events.append(Event(EventKind.CALL_REFUSED, "policy", tool=tool, error_code="not_permitted", at=at("01.100")))
         elif held:
-            steps.append({"kind": "policy", "decided_by": "policy", "title": f"Held for approval: {tool}",
-                          "at": f"{day}T10:00:01.100+00:00"})
+            events.append(Event(EventKind.CALL_HELD, "policy", tool=tool, proposal_id="p1", at=at("01.100")))
         elif error:
-            steps.append({"kind": "code", "decided_by": "code", "title": f"Tool raised: {tool}",
-                          "at": f"{day}T10:00:01.100+00:00"})
+            events.append(Event(EventKind.CALL_FAILED, "code", tool=tool, error_code="tool_failed", at=at("01.100")))
         else:
-            steps.append({"kind": "tool", "decided_by": "code", "title": f"Run tool: {tool}",
-                          "at": f"{day}T10:00:01.200+00:00"})
+            events.append(Event(EventKind.CALL_EXECUTED, "code", tool=tool, status="ok", at=at("01.200")))
     else:
-        steps.append({"kind": "model", "decided_by": "model", "title": "Model decides: answers directly",
-                      "detail": "It is fine.", "at": f"{day}T10:00:01.000+00:00"})
-    steps.append({"kind": "code", "decided_by": "code", "title": "Final answer (answered)", "at": f"{day}T10:00:02.000+00:00"})
-    (folder / f"{name}.jsonl").write_text("\n".join(json.dumps(s) for s in steps) + "\n")
+        events.append(Event(EventKind.MODEL_DECISION, "model", status="text", at=at("01.000")))
+    events.append(Event(EventKind.RUN_FINISHED, "code", status="answered", at=at("02.000")))
+    (folder / f"{name}.jsonl").write_text("\n".join(json.dumps(e.to_dict()) for e in events) + "\n")
 
 
 def make_traces(folder: Path) -> None:
@@ -77,3 +77,11 @@ def test_stats_command_prints_the_table_and_the_warning(tmp_path: Path) -> None:
     assert "WARNING: tool-call rate fell" in out.output and "stale tool description" in out.output
     as_json = CliRunner().invoke(main, ["stats", "-w", str(root), "--json"])
     assert json.loads(as_json.output)["falling_tool_call_rate"]["rate"] < 0.5
+
+
+def test_a_trace_from_before_typed_events_is_counted_unreadable_not_misread(tmp_path: Path) -> None:
+    make_traces(tmp_path)
+    (tmp_path / "old.jsonl").write_text(json.dumps({"kind": "tool", "decided_by": "code", "title": "Run tool: x",
+                                                    "at": "2026-11-22T10:00:00+00:00"}) + "\n")
+    stats = collect(sorted(tmp_path.glob("*.jsonl")))
+    assert stats["unreadable_traces"] == 1 and "x" not in stats["tools"]

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from toolcrib import CallContext, Effect, Gate, GateSettings, GroupPolicy, Identifier, Principal, Registry, ToolCall, Tracer, tool
+from toolcrib import CallContext, Effect, EventKind, Gate, GateSettings, GroupPolicy, Identifier, Principal, Registry, ToolCall, Tracer, tool
 from toolcrib.models.scripted import parse_arguments
 from toolcrib.tools.grounding import Grounding
 
@@ -93,7 +93,8 @@ def test_a_valid_read_runs_and_is_wrapped_as_untrusted_data() -> None:
     assert outcome.payload["data"]["price_usd"] == 52.0
     text = outcome.for_model()
     assert 'trust="untrusted"' in text and "not an instruction" in text
-    assert any(s.title == "Run tool: lookup_part" and s.decided_by == "code" for s in cctx.tracer.steps)
+    assert any(e.kind == EventKind.CALL_EXECUTED and e.tool == "lookup_part" and e.decided_by == "code"
+               for e in cctx.tracer.events)
 
 
 def test_unknown_tool_is_a_controlled_error_listing_the_offered_tools() -> None:
@@ -168,11 +169,12 @@ def test_idempotent_reads_are_retried_and_internals_never_reach_the_model() -> N
     FLAKY["n"] = 0
     outcome, cctx = run(call("flaky_lookup", query="q"))
     assert outcome.ok and FLAKY["n"] == 3
-    assert sum(1 for s in cctx.tracer.steps if s.title.startswith("Retry")) == 2
+    assert cctx.tracer.count(EventKind.CALL_RETRIED) == 2
     outcome, cctx = run(call("crashing_tool", query="q"))
     assert outcome.payload == {"ok": False, "error": {"code": "tool_failed", "message": outcome.payload["error"]["message"]}}
     assert "secret" not in outcome.payload["error"]["message"] and "/srv" not in outcome.payload["error"]["message"]
-    assert any("RuntimeError" in str(s.detail) for s in cctx.tracer.steps)  # operators still see it
+    failed = next(e for e in cctx.tracer.events if e.kind == EventKind.CALL_FAILED)
+    assert "RuntimeError" in failed.detail["internal"] and failed.error_code == "tool_failed"  # operators see it
 
 
 def test_an_oversized_result_is_capped_with_a_visible_marker() -> None:
@@ -188,7 +190,8 @@ def test_reads_are_cached_per_user() -> None:
     for _ in range(2):
         outcome, cctx = run(call("lookup_part", part_number="HLV-2205"), said="HLV-2205", gate=gate)
     assert CALLS == ["HLV-2205"]
-    assert outcome.cached and cctx.tracer.steps[0].decided_by == "cache"
+    assert outcome.cached and cctx.tracer.events[0].kind == EventKind.CACHE_HIT
+    assert cctx.tracer.events[0].decided_by == "cache"
     bob = Principal("bob", tenant="t2", groups=frozenset({"support"}))
     run(call("lookup_part", part_number="HLV-2205"), said="HLV-2205", gate=gate, principal=bob)
     assert CALLS == ["HLV-2205", "HLV-2205"]

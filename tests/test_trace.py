@@ -1,25 +1,108 @@
-"""Traces: JSONL per run with secrets redacted, and an OpenTelemetry exporter with GenAI attributes."""
+"""Traces: typed, versioned events per run, JSONL with secrets redacted, and an OpenTelemetry exporter
+with GenAI attributes that reads the typed fields (never a title)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Annotated, Any
 
 import pytest
 
-from toolcrib import JsonlExporter, Tracer
-from toolcrib.trace.tracer import load_trace
+from toolcrib import (Effect, Event, EventKind, Gate, GroupPolicy, Identifier, JsonlExporter, Principal, Registry,
+                      Runner, ScriptedModel, Tracer, tool)
+from toolcrib.errors import TraceFormatError
+from toolcrib.trace.tracer import TraceExporter, read_events
+
+USER = Principal("alice", groups=frozenset({"support"}))
 
 
-def test_jsonl_trace_records_steps_in_order_and_redacts_secrets(tmp_path: Path) -> None:
+@tool
+def lookup_part(part_number: Annotated[str, Identifier()]) -> dict[str, Any]:
+    """Look up a part."""
+    return {"found": True, "part_number": part_number, "price_usd": 52.0}
+
+
+@tool(effect=Effect.WRITE)
+def reserve_stock(part_number: Annotated[str, Identifier()], quantity: int) -> dict[str, Any]:
+    """Reserve stock."""
+    return {"reserved": quantity}
+
+
+def ask(exporter: TraceExporter, replies: list[Any], question: str = "What does part HLV-2205 cost?") -> Tracer:
+    tracers: list[Tracer] = []
+
+    def factory() -> Tracer:
+        tracers.append(Tracer([exporter]))
+        return tracers[-1]
+
+    gate = Gate(Registry([lookup_part, reserve_stock]), GroupPolicy({"support": ["*"]}))
+    Runner(ScriptedModel(replies), gate, tracer_factory=factory).ask(question, USER)
+    return tracers[-1]
+
+
+LOOKUP = {"tool_calls": [{"name": "lookup_part", "arguments": {"part_number": "HLV-2205"}}]}
+
+
+def test_a_run_is_a_sequence_of_typed_events_that_round_trips_through_jsonl(tmp_path: Path) -> None:
+    tracer = ask(JsonlExporter(tmp_path), [LOOKUP, "It costs $52.00 [lookup_part#1]."])
+    events = read_events(tmp_path / f"{tracer.trace_id}.jsonl")
+    assert [e.kind for e in events] == [
+        EventKind.RUN_STARTED, EventKind.TOOLS_OFFERED, EventKind.MODEL_DECISION, EventKind.CALL_PROPOSED,
+        EventKind.CALL_EXECUTED, EventKind.MODEL_DECISION, EventKind.CITATION_CHECK, EventKind.RUN_FINISHED]
+    assert events == tracer.events  # what was written is what was recorded, field for field
+    executed = events[4]
+    assert (executed.tool, executed.effect, executed.status, executed.decided_by) == ("lookup_part", "read", "ok", "code")
+    assert executed.arguments == {"part_number": "HLV-2205"} and executed.call_id == events[3].call_id
+    assert events[2].decided_by == "model" and events[5].decided_by == "code"  # the final ask is code's
+    assert events[-1].status == "answered" and events[-1].citations == ["lookup_part#1"]
+    assert all(e.run_id == events[0].run_id != "" and e.schema_version == 1 for e in events)
+
+
+def test_a_held_write_records_its_proposal_and_the_pause(tmp_path: Path) -> None:
+    from toolcrib.policy.approvals import SQLiteApprovalStore
+
+    tracers: list[Tracer] = []
+
+    def factory() -> Tracer:
+        tracers.append(Tracer())
+        return tracers[-1]
+
+    gate = Gate(Registry([lookup_part, reserve_stock]), GroupPolicy({"support": ["*"]}),
+                approvals=SQLiteApprovalStore(tmp_path / "approvals.db"))
+    model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "F2", "quantity": 3}}]}])
+    Runner(model, gate, tracer_factory=factory).ask("Reserve 3 of part F2", USER)
+    held = next(e for e in tracers[-1].events if e.kind == EventKind.CALL_HELD)
+    assert held.decided_by == "policy" and held.effect == "write" and held.proposal_id
+    paused = next(e for e in tracers[-1].events if e.kind == EventKind.RUN_PAUSED)
+    assert paused.detail["proposals"][0]["proposal_id"] == held.proposal_id
+    assert tracers[-1].events[-1].status == "paused"
+
+
+def test_secrets_are_redacted_in_arguments_and_details(tmp_path: Path) -> None:
     tracer = Tracer([JsonlExporter(tmp_path)])
-    tracer.record(kind="model", decided_by="model", title="Model decides", detail={"api_key": "abc", "q": "hi"},
-                  tokens_in=10, tokens_out=2, ms=5.0)
-    tracer.record(kind="code", decided_by="code", title="Header", detail="Authorization: Bearer sk-abcdefghijklmnop")
-    steps = load_trace(tmp_path / f"{tracer.trace_id}.jsonl")
-    assert [s["step"] for s in steps] == [1, 2]
-    assert steps[0]["detail"] == {"api_key": "[redacted]", "q": "hi"}
-    assert "sk-abcdefghijklmnop" not in steps[1]["detail"]
-    assert steps[0]["decided_by"] == "model" and steps[0]["tokens_in"] == 10
+    tracer.record(EventKind.CALL_PROPOSED, "Proposed", decided_by="model", tool="login",
+                  arguments={"api_key": "abc", "q": "hi"})
+    tracer.record(EventKind.CALL_FAILED, "Failed", detail={"internal": "Authorization: Bearer sk-abcdefghijklmnop"})
+    raw = (tmp_path / f"{tracer.trace_id}.jsonl").read_text()
+    assert "sk-abcdefghijklmnop" not in raw and '"abc"' not in raw
+    assert read_events(tmp_path / f"{tracer.trace_id}.jsonl")[0].arguments == {"api_key": "[redacted]", "q": "hi"}
+
+
+def test_a_record_of_another_schema_version_or_kind_is_refused_not_misread(tmp_path: Path) -> None:
+    old = {"kind": "tool", "decided_by": "code", "title": "Run tool: lookup_part", "step": 1}  # before typed events
+    with pytest.raises(TraceFormatError, match="schema_version"):
+        Event.from_dict(old)
+    with pytest.raises(TraceFormatError, match="unknown kind"):
+        Event.from_dict({**old, "schema_version": 1, "kind": "teleported"})
+    (tmp_path / "x.jsonl").write_text("not json\n")
+    with pytest.raises(TraceFormatError, match="line 1"):
+        read_events(tmp_path / "x.jsonl")
+
+
+def test_the_title_is_presentation_only() -> None:
+    event = Event(EventKind.CALL_EXECUTED, "code", title="anything at all", tool="lookup_part")
+    assert Event.from_dict(json.loads(json.dumps(event.to_dict()))) == event
 
 
 def test_opentelemetry_spans_follow_the_genai_conventions() -> None:
@@ -32,14 +115,34 @@ def test_opentelemetry_spans_follow_the_genai_conventions() -> None:
     memory = InMemorySpanExporter()
     provider = sdk.TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    tracer = Tracer([OpenTelemetryExporter(provider, model_name="local:qwen")])
-    tracer.record(kind="model", decided_by="model", title="Model decides: lookup_part", tokens_in=100, tokens_out=9, ms=20)
-    tracer.record(kind="tool", decided_by="code", title="Run tool: lookup_part", detail={"arguments": {"part_number": "X"}})
-    tracer.record(kind="code", decided_by="code", title="Final answer (answered)")
+    replies = [LOOKUP, "It costs $52.00 [lookup_part#1]."]
+    ask(OpenTelemetryExporter(provider, model_name="local:qwen"), replies)
     spans = {s.name: s for s in memory.get_finished_spans()}
-    assert spans["chat"].attributes["gen_ai.usage.input_tokens"] == 100
-    assert spans["chat"].attributes["gen_ai.request.model"] == "local:qwen"
-    assert spans["execute_tool lookup_part"].attributes["gen_ai.tool.name"] == "lookup_part"
-    root = spans["invoke_agent toolcrib"]
-    assert spans["chat"].parent.span_id == root.context.span_id
-    assert spans["chat"].attributes["toolcrib.decided_by"] == "model"
+    chat = spans["chat local:qwen"]
+    assert chat.attributes["gen_ai.operation.name"] == "chat"
+    assert chat.attributes["gen_ai.request.model"] == "local:qwen"
+    assert chat.attributes["toolcrib.decided_by"] == "code"  # the last chat span: the final ask
+    tool_span = spans["execute_tool lookup_part"]
+    assert tool_span.attributes["gen_ai.tool.name"] == "lookup_part"
+    assert tool_span.attributes["gen_ai.tool.call.id"]
+    root = spans["invoke_agent toolcrib"]  # ended by the run_finished event
+    assert tool_span.parent.span_id == root.context.span_id
+    assert root.attributes["toolcrib.outcome"] == "answered"
+
+
+def test_a_renamed_title_changes_no_reader() -> None:
+    """Every reader keys on kind and fields; rewording what people read breaks nothing."""
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from toolcrib.trace.otel import OpenTelemetryExporter
+
+    memory = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = Tracer([OpenTelemetryExporter(provider)])
+    tracer.record(EventKind.CALL_EXECUTED, "Werkzeug ausgeführt", tool="lookup_part", call_id="c1", effect="read")
+    tracer.record(EventKind.RUN_FINISHED, "Fertig", status="answered")
+    names = {s.name for s in memory.get_finished_spans()}
+    assert "execute_tool lookup_part" in names and "invoke_agent toolcrib" in names

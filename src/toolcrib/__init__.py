@@ -20,6 +20,7 @@ from toolcrib.tools.gate import CallContext, Gate, GateSettings
 from toolcrib.tools.registry import Registry
 from toolcrib.tools.result import CallOutcome
 from toolcrib.tools.tool import Effect, Identifier, Tool, ToolContext, tool
+from toolcrib.trace.events import Event, EventKind
 from toolcrib.trace.tracer import JsonlExporter, Step, TraceExporter, Tracer
 from toolcrib.workspace import Workspace
 
@@ -35,6 +36,8 @@ __all__ = [
     "ConfigError",
     "Decision",
     "Effect",
+    "Event",
+    "EventKind",
     "FunctionModel",
     "Gate",
     "GateSettings",

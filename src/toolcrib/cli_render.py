@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from toolcrib.agent.answer import Answer
-from toolcrib.trace.tracer import load_trace
+from toolcrib.trace.events import Event
+from toolcrib.trace.tracer import read_events
 
 _COLOURS = {"model": "cyan", "code": "white", "policy": "yellow", "human": "magenta", "cache": "blue"}
 
@@ -29,22 +30,37 @@ def render_answer(answer: Answer) -> None:
                 f"`toolcrib trace {answer.trace_id}` shows every step]", dim=True)
 
 
+def _facts(event: Event) -> str:
+    """The typed fields of an event, on one line."""
+    parts = []
+    if event.tool:
+        args = json.dumps(event.arguments, ensure_ascii=False) if event.arguments is not None else ""
+        parts.append(f"{event.tool}{'(' + args + ')' if args else ''}")
+    parts += [f"{name}={value}" for name, value in (("status", event.status), ("error", event.error_code),
+                                                      ("proposal", event.proposal_id)) if value]
+    if event.citations:
+        parts.append("cites " + ", ".join(event.citations))
+    if event.detail not in (None, "", {}, []):
+        parts.append(event.detail if isinstance(event.detail, str) else json.dumps(event.detail, ensure_ascii=False))
+    return "  ".join(parts)
+
+
 def render_trace(path: Path) -> None:
-    steps = load_trace(path)
-    if not steps:
+    events = read_events(path)
+    if not events:
         click.echo("(empty trace)")
         return
-    click.secho(f"Trace {steps[0]['trace_id']}", bold=True)
-    for s in steps:
-        detail = s["detail"] if isinstance(s["detail"], str) else json.dumps(s["detail"], ensure_ascii=False)
-        cost = f" {s['ms']:.0f}ms" if s.get("ms") else ""
-        if s.get("tokens_in") or s.get("tokens_out"):
-            cost += f" {s['tokens_in']}→{s['tokens_out']} tok"
-        click.echo(f"{s['step']:>3} {s['at'][11:23]} ", nl=False)
-        click.secho(f"{s['decided_by']:<7}", fg=_COLOURS.get(s["decided_by"], "white"), nl=False)
-        click.echo(f" {s['title']}{cost}")
-        if detail:
-            click.secho(f"      {detail[:240]}", dim=True)
+    click.secho(f"Trace {events[0].trace_id} (run {events[0].run_id})", bold=True)
+    for e in events:
+        cost = f" {e.ms:.0f}ms" if e.ms else ""
+        if e.tokens_in or e.tokens_out:
+            cost += f" {e.tokens_in}→{e.tokens_out} tok"
+        click.echo(f"{e.step:>3} {e.at[11:23]} ", nl=False)
+        click.secho(f"{e.decided_by:<7}", fg=_COLOURS.get(e.decided_by, "white"), nl=False)
+        click.echo(f" {e.kind.value:<20} {e.title}{cost}")
+        facts = _facts(e)
+        if facts:
+            click.secho(f"      {facts[:240]}", dim=True)
 
 
 def render_rows(data: Any) -> None:

@@ -5,7 +5,8 @@
     ToolcribError
     ├── ModelFacingError          the model caused it and may fix it: becomes a controlled,
     │   │                         stable-shaped tool result {"ok": false, "error": {code, message}}
-    │   ├── UnknownTool           not in the registry, or not offered to this principal
+    │   ├── UnknownTool           not in the registry
+    │   ├── NotOffered            registered, but not offered to this principal at this point of the run
     │   ├── InvalidArguments      JSON that does not parse, or fails the strict schema / domain checks
     │   ├── UngroundedArgument    an identifier that appears nowhere in the conversation
     │   ├── NotPermitted          the policy denied this principal this call
@@ -17,7 +18,8 @@
         ├── ConfigError           a broken workspace or setting: names the file, key and expectation
         ├── MissingDependency     an optional backend whose extra is not installed
         ├── ModelUnavailable      a model backend that cannot be reached or loaded
-        └── LimitExceeded         a run limit (rounds, calls, tokens, wall time) was reached
+        ├── LimitExceeded         a run limit (rounds, calls, tokens, wall time) was reached
+        └── TraceFormatError      a trace record of an unknown schema version or event kind
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ class UnknownTool(ModelFacingError):
     code = "unknown_tool"
 
 
+class NotOffered(ModelFacingError):
+    code = "not_offered"
+
+
 class InvalidArguments(ModelFacingError):
     code = "invalid_arguments"
 
@@ -67,6 +73,10 @@ class ApprovalRequired(ModelFacingError):
 
 class ToolFailed(ModelFacingError):
     code = "tool_failed"
+
+    def __init__(self, message: str, *, code: str | None = None, internal: str = "") -> None:
+        super().__init__(message, code=code)
+        self.internal = internal  # what the tool raised: for the operator's trace, never for the model
 
 
 class ToolTimeout(ModelFacingError):
@@ -105,3 +115,7 @@ class ModelUnavailable(OperatorError):
 
 class LimitExceeded(OperatorError):
     """A run limit was reached."""
+
+
+class TraceFormatError(OperatorError):
+    """A trace record that is not an event of a schema version this toolcrib reads."""

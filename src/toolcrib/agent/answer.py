@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Outcome = Literal["answered", "abstained", "clarify", "paused", "limit"]
+from toolcrib.retrieval.citations import Citation
+from toolcrib.trace.events import RunOutcome as Outcome
 
-
-@dataclass(frozen=True)
-class Citation:
-    """Evidence an answer rests on: a tool result or a retrieved passage, by stable id."""
-
-    id: str
-    kind: Literal["tool", "passage"]
-    source: str
-    snippet: str = ""
+__all__ = ["Answer", "Citation", "Outcome"]
 
 
 @dataclass

@@ -101,14 +101,6 @@ def _skip_reason(q: Question, ws: Any, registry_names: set[str]) -> str:
     return ""
 
 
-def _compact(step: Any) -> dict[str, Any]:
-    data: dict[str, Any] = step.to_dict()
-    detail = data.get("detail")
-    text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False, default=str)
-    data["detail"] = text[:400]
-    return data
-
-
 def run_set(
     ws: Any,
     model: Model,
@@ -176,9 +168,9 @@ def _ask(runner: Runner, gate: RecordingGate, ws: Any, q: Question, mode: str, t
         result.answer_correct = False
         return result
     tracer = next((t for t in tracers[before:] if t.trace_id == answer.trace_id), None)
-    steps = [_compact(s) for s in tracer.steps] if tracer else []
     outcomes = gate.outcomes.pop(answer.trace_id, [])
-    return score(q, answer, outcomes=outcomes, steps=steps, registry=gate.registry, mode=mode)
+    return score(q, answer, outcomes=outcomes, events=tracer.events if tracer else [], registry=gate.registry,
+                 mode=mode)
 
 
 # -- stored runs ----------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ from toolcrib.agent.answer import Answer
 from toolcrib.errors import ModelFacingError
 from toolcrib.evals.questions import ExpectedCall, Question
 from toolcrib.tools.registry import Registry
+from toolcrib.retrieval.evidence import Evidence
 from toolcrib.tools.result import CallOutcome
+from toolcrib.trace.events import Event, EventKind
 
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
 _ABSTAIN = re.compile(
@@ -146,25 +148,23 @@ def _passage_texts(outcomes: Sequence[CallOutcome]) -> dict[str, str]:
     """Full text of every passage retrieved in the run, by citation id."""
     texts: dict[str, str] = {}
     for o in outcomes:
-        data = o.payload.get("data") if o.ok else None
-        if isinstance(data, dict) and isinstance(data.get("passages"), list):
-            for p in data["passages"]:
-                if isinstance(p, dict) and p.get("citation"):
-                    texts[str(p["citation"])] = f"{p.get('title', '')}\n{p.get('text', '')}"
+        evidence = Evidence.from_payload(o.payload.get("data")) if o.ok else None
+        for p in evidence.passages if evidence else ():
+            texts[p.citation] = f"{p.title}\n{p.text}"
     return texts
 
 
-def _traced_tools(steps: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Tools the trace says ran (``Run tool: NAME`` steps and approved executions)."""
-    names = []
-    for s in steps:
-        title = str(s.get("title", ""))
-        if s.get("kind") == "tool" and title.startswith("Run tool: "):
-            names.append(title.removeprefix("Run tool: ").strip())
-    return names
+def _compact(event: Event) -> dict[str, Any]:
+    """An event as the report's timeline keeps it: its detail cut to 400 characters."""
+    data = event.to_dict()
+    detail = data.get("detail")
+    if detail is not None:
+        text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False, default=str)
+        data["detail"] = text[:400]
+    return data
 
 
-def score(question: Question, answer: Answer, *, outcomes: Sequence[CallOutcome], steps: Sequence[Mapping[str, Any]],
+def score(question: Question, answer: Answer, *, outcomes: Sequence[CallOutcome], events: Sequence[Event],
           registry: Registry, mode: str) -> QuestionResult:
     """Measure one answered question against what it expects."""
     q = question
@@ -172,13 +172,13 @@ def score(question: Question, answer: Answer, *, outcomes: Sequence[CallOutcome]
                        must_refuse=q.must_refuse,
                        model_decided_steps=answer.model_decided_steps, tokens_in=answer.tokens_in,
                        tokens_out=answer.tokens_out, ms=answer.ms, outcome=answer.outcome, answer=answer.text,
-                       trace_id=answer.trace_id, steps=[dict(s) for s in steps])
+                       trace_id=answer.trace_id, steps=[_compact(e) for e in events])
     proposed = [*answer.executed, *answer.refused, *answer.pending]
     r.proposed = [{"name": c["name"], "arguments": c.get("arguments", {}), "status": c.get("status", "")}
                   for c in proposed]
     proposed_names = {c["name"] for c in proposed}
     ran = [c["name"] for c in answer.executed if c.get("status") in ("ok", "outcome_unknown")]
-    ran_traced = _traced_tools(steps)
+    ran_traced = [e.tool for e in events if e.kind is EventKind.CALL_EXECUTED and e.tool]
     r.executed = list(dict.fromkeys([*ran, *ran_traced]))
     r.citations = [c.id for c in answer.citations]
 

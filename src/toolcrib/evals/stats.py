@@ -15,7 +15,9 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from toolcrib.trace.tracer import load_trace
+from toolcrib.errors import TraceFormatError
+from toolcrib.trace.events import EventKind
+from toolcrib.trace.tracer import read_events
 
 FALLING_RATE_EXPLANATION = (
     "The share of model decisions that end in a tool call fell. On unchanged traffic this is the sign "
@@ -55,10 +57,6 @@ def _parse_at(value: str) -> datetime | None:
         return None
 
 
-def _after_colon(title: str) -> str:
-    return title.split(":", 1)[1].strip() if ":" in title else ""
-
-
 def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date | None = None) -> dict[str, Any]:
     """Per-day and per-tool statistics over JSONL traces, with a falling tool-call-rate flag."""
     today = today or date.today()
@@ -68,13 +66,13 @@ def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date
     skipped = 0
     for path in trace_files:
         try:
-            steps = load_trace(path)
-        except (OSError, ValueError):
+            events = read_events(path)
+        except (OSError, TraceFormatError):
             skipped += 1
             continue
-        if not steps:
+        if not events:
             continue
-        start, end = _parse_at(steps[0].get("at", "")), _parse_at(steps[-1].get("at", ""))
+        start, end = _parse_at(events[0].at), _parse_at(events[-1].at)
         if start is None:
             skipped += 1
             continue
@@ -84,33 +82,33 @@ def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date
         day.runs += 1
         if end is not None:
             day.latency_ms.append((end - start).total_seconds() * 1000)
-        for s in steps:
-            kind, by, title = s.get("kind"), s.get("decided_by"), str(s.get("title", ""))
-            if kind == "model" and by == "model":
+        for e in events:
+            tool = per_tool[e.tool] if e.tool else None
+            if e.kind is EventKind.MODEL_DECISION and e.decided_by == "model":
                 day.decisions += 1
-                if isinstance(s.get("detail"), list) and s["detail"]:
+                if e.status == "tool_calls":
                     day.tool_decisions += 1
-                    for call in s["detail"]:
-                        if isinstance(call, dict) and call.get("name"):
-                            per_tool[str(call["name"])].proposed += 1
                 else:
                     day.direct += 1
-            elif kind == "tool" and title.startswith("Run tool:"):
-                per_tool[_after_colon(title)].ran += 1
-            elif kind == "policy" and title.startswith("Refused "):
+            elif tool is None:
+                if e.kind is EventKind.RUN_FINISHED and e.status == "abstained":
+                    day.abstained += 1
+            elif e.kind is EventKind.CALL_PROPOSED and e.decided_by == "model":
+                tool.proposed += 1
+            elif e.kind is EventKind.CALL_EXECUTED:
+                tool.ran += 1
+            elif e.kind is EventKind.CALL_REFUSED:
                 day.refusals += 1
-                per_tool[title.removeprefix("Refused ").split(":", 1)[0].strip()].refused += 1
-            elif kind == "policy" and title.startswith("Held for approval"):
+                tool.refused += 1
+            elif e.kind is EventKind.CALL_HELD:
                 day.held += 1
-                per_tool[_after_colon(title)].held += 1
-            elif kind == "human" and title.startswith("Approved by"):
+                tool.held += 1
+            elif e.kind is EventKind.CALL_APPROVED:
                 day.approved += 1
-                per_tool[_after_colon(title)].approved += 1
-            elif title.startswith("Tool raised"):
+                tool.approved += 1
+            elif e.kind is EventKind.CALL_FAILED:
                 day.errors += 1
-                per_tool[_after_colon(title)].errors += 1
-            elif kind == "code" and title.startswith("Final answer (abstained"):
-                day.abstained += 1
+                tool.errors += 1
     days_out = []
     for key in sorted(per_day):
         d = per_day[key]

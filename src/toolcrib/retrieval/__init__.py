@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from toolcrib.retrieval.chunkers import Chunker, FixedChunker, ParentChildChunker, StructureChunker
-    from toolcrib.retrieval.citations import CitationCheck, check_citations, citations_in
+    from toolcrib.retrieval.citations import Citation, CitationCheck, check_citations, citations_in
     from toolcrib.retrieval.documents import EVERYONE, Block, Chunk, Document, DocumentMeta, Passage, citation_id
     from toolcrib.retrieval.embedders import Embedder, OnnxMiniLMEmbedder, OpenAIEmbedder
     from toolcrib.retrieval.index import Hit, Index, IndexChanges, IndexSettings
@@ -19,21 +19,24 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from toolcrib.retrieval.lance import LanceIndex
     from toolcrib.retrieval.loaders import LoadResult, load_document, load_documents
     from toolcrib.retrieval.pgvector import PgVectorIndex
-    from toolcrib.retrieval.retriever import (DEFAULT_THRESHOLD, Conflict, Evidence, FunctionReranker,
-                                              HybridRetriever, Reranker, find_identifiers)
+    from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
+    from toolcrib.retrieval.retriever import (DEFAULT_THRESHOLD, FunctionReranker, HybridRetriever, Reranker,
+                                              Retrieval, find_identifiers)
 
 _WHERE: dict[str, str] = {
     "Block": "toolcrib.retrieval.documents",
     "Chunk": "toolcrib.retrieval.documents",
     "Chunker": "toolcrib.retrieval.chunkers",
     "CitationCheck": "toolcrib.retrieval.citations",
-    "Conflict": "toolcrib.retrieval.retriever",
+    "Citation": "toolcrib.retrieval.citations",
+    "CitedPassage": "toolcrib.retrieval.evidence",
+    "Conflict": "toolcrib.retrieval.evidence",
     "DEFAULT_THRESHOLD": "toolcrib.retrieval.retriever",
     "Document": "toolcrib.retrieval.documents",
     "DocumentMeta": "toolcrib.retrieval.documents",
     "EVERYONE": "toolcrib.retrieval.documents",
     "Embedder": "toolcrib.retrieval.embedders",
-    "Evidence": "toolcrib.retrieval.retriever",
+    "Evidence": "toolcrib.retrieval.evidence",
     "FixedChunker": "toolcrib.retrieval.chunkers",
     "FunctionReranker": "toolcrib.retrieval.retriever",
     "Hit": "toolcrib.retrieval.index",
@@ -50,6 +53,7 @@ _WHERE: dict[str, str] = {
     "Passage": "toolcrib.retrieval.documents",
     "PgVectorIndex": "toolcrib.retrieval.pgvector",
     "Reranker": "toolcrib.retrieval.retriever",
+    "Retrieval": "toolcrib.retrieval.retriever",
     "StructureChunker": "toolcrib.retrieval.chunkers",
     "check_citations": "toolcrib.retrieval.citations",
     "citation_id": "toolcrib.retrieval.documents",
@@ -68,6 +72,8 @@ __all__ = [
     "Chunk",
     "Chunker",
     "CitationCheck",
+    "Citation",
+    "CitedPassage",
     "Conflict",
     "Document",
     "DocumentMeta",
@@ -89,6 +95,7 @@ __all__ = [
     "Passage",
     "PgVectorIndex",
     "Reranker",
+    "Retrieval",
     "StructureChunker",
     "check_citations",
     "citation_id",

@@ -1,16 +1,28 @@
-"""Checking an answer's citations (``[doc_id#chunk_id]``) against what was actually retrieved."""
+"""Citations: what an answer rests on, and checking an answer's ``[doc_id#chunk_id]`` ids against what was
+actually retrieved."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 _BRACKET = re.compile(r"\[([^\[\]\n]*#[^\[\]\n]*)\]")
 _CITATION = re.compile(r"^[A-Za-z0-9._/-]+#[A-Za-z0-9._-]+$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _LEADING_BRACKETS = re.compile(r"^((?:\[[^\[\]\n]*#[^\[\]\n]*\]\s*)+)")
 _MIN_CLAIM_WORDS = 4
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Evidence an answer rests on: a tool result or a retrieved passage, by stable id."""
+
+    id: str
+    kind: Literal["tool", "passage"]
+    source: str
+    snippet: str = ""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from toolcrib.retrieval.evidence import CitedPassage
+
 EVERYONE = "*"
 """The access-list entry that lets every principal read a document."""
 
@@ -88,19 +90,15 @@ class Passage:
     def doc_id(self) -> str:
         return self.chunk.meta.doc_id
 
-    def to_dict(self) -> dict[str, object]:
+    def cited(self) -> CitedPassage:
         """The model-facing shape (no access list, no internal paths)."""
         meta = self.chunk.meta
-        return {
-            "citation": self.citation,
-            "title": meta.title,
-            "section": self.chunk.section,
-            "page": self.chunk.page,
-            "version": meta.version,
-            "effective_date": meta.effective_date,
-            "score": round(self.score, 4),
-            "text": self.chunk.context or self.chunk.text,
-        }
+        return CitedPassage(citation=self.citation, text=self.chunk.context or self.chunk.text, title=meta.title,
+                            section=self.chunk.section, page=self.chunk.page, version=meta.version,
+                            effective_date=meta.effective_date, score=self.score)
+
+    def to_dict(self) -> dict[str, object]:
+        return self.cited().to_dict()
 
 
 def citation_id(doc_id: str, chunk_id: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from toolcrib.retrieval.documents import Chunk, Passage, readable_by
 from toolcrib.retrieval.embedders import Embedder
+from toolcrib.retrieval.evidence import Conflict, Evidence
 from toolcrib.retrieval.index import Hit, Index
 
 log = logging.getLogger(__name__)
@@ -68,22 +69,10 @@ class FunctionReranker:
         return sorted(passages, key=lambda p: p.score, reverse=True)
 
 
-@dataclass(frozen=True)
-class Conflict:
-    """Passages from several versions of one document family, newest first."""
-
-    family: str
-    versions: tuple[dict[str, str], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "versions": [dict(v) for v in self.versions],
-                "note": "several versions of this document were retrieved; prefer the newest "
-                        "effective date unless the question is about an earlier period"}
-
-
 @dataclass
-class Evidence:
-    """What a retrieval found for one principal: passages, version conflicts, and whether it suffices."""
+class Retrieval:
+    """What the retriever found for one principal, with its scores: passages, version conflicts, and
+    whether they suffice. ``evidence()`` is what the model is shown and the run cites."""
 
     query: str
     passages: list[Passage]
@@ -107,14 +96,13 @@ class Evidence:
             return False
         return bool(self.passages) and self.best_relevance >= limit
 
+    def evidence(self) -> Evidence:
+        return Evidence(self.query, tuple(p.cited() for p in self.passages), tuple(self.conflicts),
+                        self.sufficient())
+
     def to_dict(self) -> dict[str, Any]:
         """The model-facing shape (the ``vector_search`` tool's result)."""
-        return {
-            "passages": [p.to_dict() for p in self.passages],
-            "conflicts": [c.to_dict() for c in self.conflicts],
-            "sufficient": self.sufficient(),
-            "searched": self.query,
-        }
+        return self.evidence().to_dict()
 
 
 class HybridRetriever:
@@ -136,13 +124,13 @@ class HybridRetriever:
         self.candidates = candidates
         self.threshold = threshold
 
-    def retrieve(self, query: str, principal_groups: Iterable[str], top_k: int = 5) -> Evidence:
+    def retrieve(self, query: str, principal_groups: Iterable[str], top_k: int = 5) -> Retrieval:
         """The ``top_k`` best passages this principal may read, with conflicts and sufficiency."""
         groups = sorted(set(principal_groups))
         query = query.strip()
         identifiers = find_identifiers(query)
         if not query:
-            return Evidence(query, [], threshold=self.threshold)
+            return Retrieval(query, [], threshold=self.threshold)
         depth = max(self.candidates, top_k * 4)
         vector = self.embedder.embed_query(query)
         ranked = {
@@ -176,7 +164,7 @@ class HybridRetriever:
             passages.append(passage)
             if len(passages) == top_k:
                 break
-        return Evidence(query, passages, conflicts=find_conflicts(passages), threshold=self.threshold,
+        return Retrieval(query, passages, conflicts=find_conflicts(passages), threshold=self.threshold,
                         identifiers=identifiers)
 
     def _fuse(self, fused: dict[str, Passage], source: str, hits: Sequence[Hit], weight: float | None = None) -> None:

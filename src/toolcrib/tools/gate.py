@@ -13,6 +13,7 @@ from toolcrib.errors import (
     ApprovalRequired,
     InvalidArguments,
     ModelFacingError,
+    NotOffered,
     NotPermitted,
     ToolFailed,
     ToolTimeout,
@@ -27,8 +28,9 @@ from toolcrib.policy.proposals import proposal_hash
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.registry import Registry
-from toolcrib.tools.result import CallOutcome, error_payload, ok_payload
+from toolcrib.tools.result import CallOutcome, Status, error_payload, ok_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
+from toolcrib.trace.events import DecidedBy, EventKind
 from toolcrib.trace.tracer import Tracer
 
 if TYPE_CHECKING:
@@ -46,9 +48,26 @@ class CallContext:
     grounding: Grounding = field(default_factory=Grounding)
     resources: Mapping[str, Any] = field(default_factory=dict)
     run_id: str = ""
+    offer: Offer | None = None  # what the model was last offered; None: whatever the policy offers
+
 
     def tool_context(self) -> ToolContext:
         return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The tools one principal is offered at one point of a run, and those withheld, with why."""
+
+    tools: tuple[Tool, ...]
+    withheld: Mapping[str, str] = field(default_factory=dict)
+
+    def __contains__(self, name: object) -> bool:
+        return any(t.name == name for t in self.tools)
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools]
 
 
 @dataclass
@@ -85,14 +104,28 @@ class Gate:
 
     # -- the checks, in order ---------------------------------------------------------------------
 
+    def offer(self, principal: Principal, grounding: Grounding | None = None) -> Offer:
+        """What ``principal`` may be offered: the tools the policy offers them, less (given the run's
+        ``grounding``) those whose required identifier the run has not seen, which could only be
+        called with an invented one. The runner shows the model this; ``admit`` refuses the rest."""
+        tools = self.registry.offered(principal, self.policy)
+        if grounding is None:
+            return Offer(tuple(tools))
+        withheld = {t.name: f"it needs {' or '.join(t.identifiers)}, which the request and tool results do not name"
+                    for t in tools if not t.reachable(grounding)}
+        return Offer(tuple(t for t in tools if t.name not in withheld), withheld)
+
     def admit(self, call: ToolCall, cctx: CallContext) -> tuple[Tool, dict[str, Any]]:
-        """Allowlist, parse, strict validation, grounding and authorization. Raises ModelFacingError."""
+        """Allowlist, offer, parse, strict validation, grounding and authorization. Raises ModelFacingError."""
         tool = self.registry.get(call.name)
         principal = cctx.principal
+        offer = cctx.offer
         if tool is None:
-            offered = ", ".join(t.name for t in self.registry.offered(principal, self.policy)) or "none"
+            offered = ", ".join((offer or self.offer(principal)).names) or "none"
             raise UnknownTool(f"there is no tool named '{call.name}'; available tools: {offered}")
-        if not self.policy.offers(principal, tool):
+        if offer is not None and tool.name in offer.withheld:
+            raise NotOffered(f"{tool.name} was not offered: {offer.withheld[tool.name]}; ask the user for it")
+        if not (tool.name in offer if offer is not None else self.policy.offers(principal, tool)):
             raise NotPermitted(f"{tool.name} is not available to you")
         if call.parse_error:
             raise InvalidArguments(f"{tool.name}: {call.parse_error}")
@@ -117,14 +150,14 @@ class Gate:
         try:
             tool, values = self.admit(call, cctx)
             if tool.effect is Effect.READ:
-                outcome = await self._run_read(call, tool, values, cctx)
+                outcome = await self._run_read(call, tool, values, cctx, start)
             else:
-                outcome = await self._run_effect(call, tool, values, cctx, proposal_id)
+                outcome = await self._run_effect(call, tool, values, cctx, proposal_id, start)
         except ModelFacingError as exc:
-            status = "approval_required" if isinstance(exc, ApprovalRequired) else (
+            status: Status = "approval_required" if isinstance(exc, ApprovalRequired) else (
                 "error" if isinstance(exc, (ToolFailed, ToolTimeout)) else "refused")
             outcome = CallOutcome(call, status, error_payload(exc), effect=tool.effect.value if tool else None)
-            self._record_refusal(outcome, exc, cctx)
+            self._record_refusal(outcome, exc, cctx, start)
         outcome.ms = (time.perf_counter() - start) * 1000
         return outcome
 
@@ -146,31 +179,34 @@ class Gate:
 
     # -- execution --------------------------------------------------------------------------------
 
-    async def _run_read(self, call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext) -> CallOutcome:
+    async def _run_read(self, call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext,
+                        start: float) -> CallOutcome:
         key = cache_key(tool.name, cctx.principal, values) if tool.cache_ttl_s > 0 else None
         if key is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                cctx.tracer.record(kind="cache", decided_by="cache", title=f"Cache hit: {tool.name}",
-                                   detail=call.arguments)
-                return self._ok(call, tool, hit, cctx, cached=True)
+                cctx.tracer.record(EventKind.CACHE_HIT, f"Cache hit: {tool.name}", decided_by="cache",
+                                   tool=tool.name, call_id=call.id, effect=tool.effect.value,
+                                   arguments=self._redacted(tool, call.arguments))
+                return self._ok(call, tool, hit, cctx, start, cached=True)
         attempts = 1 + (self.settings.read_retries if tool.idempotent else 0)
         for attempt in range(attempts):
             try:
                 value = await self._invoke(tool, values, cctx)
                 break
-            except ToolFailed:
+            except ToolFailed as exc:
                 if attempt + 1 == attempts:
                     raise
-                cctx.tracer.record(kind="code", decided_by="code", title=f"Retry {tool.name}",
-                                   detail=f"attempt {attempt + 2} of {attempts}")
+                cctx.tracer.record(EventKind.CALL_RETRIED, f"Retry {tool.name}", tool=tool.name, call_id=call.id,
+                                   error_code=exc.code, detail={"attempt": attempt + 2, "of": attempts,
+                                                                "error": exc.internal or exc.message})
                 await asyncio.sleep(self.settings.retry_backoff_s * (2 ** attempt))
         if key is not None:
             self.cache.put(key, value, tool.cache_ttl_s)
-        return self._ok(call, tool, value, cctx)
+        return self._ok(call, tool, value, cctx, start)
 
     async def _run_effect(self, call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext,
-                          proposal_id: str | None) -> CallOutcome:
+                          proposal_id: str | None, start: float) -> CallOutcome:
         """WRITE/ACTUATE: held as a Proposal until a person approves this exact call, then run once."""
         if self.approvals is None:
             raise ApprovalRequired(f"{tool.name} changes something and needs a person's approval; "
@@ -184,27 +220,30 @@ class Gate:
             self._audit("proposed", actor=principal.user_id, decided_by="model", tool=tool.name,
                         proposal_id=proposal.id, cctx=cctx, detail={"arguments": self._redacted(tool, values),
                                                                     "resource_version": version})
-            cctx.tracer.record(kind="policy", decided_by="policy", title=f"Held for approval: {tool.name}",
-                               detail={"proposal_id": proposal.id, "arguments": values})
+            cctx.tracer.record(EventKind.CALL_HELD, f"Held for approval: {tool.name}", decided_by="policy",
+                               tool=tool.name, call_id=call.id, effect=tool.effect.value,
+                               arguments=self._redacted(tool, values), status="approval_required",
+                               proposal_id=proposal.id)
             payload = ApprovalRequired(
                 f"{tool.name} was not run: it is held for a person's approval as proposal {proposal.id}").to_result()
             payload["proposal"] = {"id": proposal.id, "tool": tool.name, "arguments": values}
             return CallOutcome(call, "approval_required", payload, effect=tool.effect.value, proposal_id=proposal.id)
-        proposal = self.approvals.get(proposal_id)
-        if proposal is None or proposal.tenant != principal.tenant or proposal.requester != principal.user_id:
+        held = self.approvals.get(proposal_id)
+        if held is None or held.tenant != principal.tenant or held.requester != principal.user_id:
             raise NotPermitted(f"proposal {proposal_id} is not one of your proposals")
         stored = self.approvals.outcome(proposal_id)
         if stored is not None:  # a duplicated resume: report the recorded outcome, run nothing again
             status, result = stored
-            cctx.tracer.record(kind="code", decided_by="code", title=f"Already executed: {tool.name}",
-                               detail={"proposal_id": proposal_id, "status": status})
+            cctx.tracer.record(EventKind.CALL_REPLAYED, f"Already executed: {tool.name}", tool=tool.name,
+                               call_id=call.id, effect=tool.effect.value, status=status, proposal_id=proposal_id)
             return CallOutcome(call, "ok" if status == "executed" else "outcome_unknown", result,
                                effect=tool.effect.value, proposal_id=proposal_id)
         expected = proposal_hash(tool.name, values, principal.user_id, principal.tenant, self.policy.version, version)
         approval = self.approvals.claim(proposal_id, expected, current_resource_version=version,
                                         tool=tool.name, arguments=values)
-        cctx.tracer.record(kind="human", decided_by="human", title=f"Approved by {approval.approver}: {tool.name}",
-                           detail={"proposal_id": proposal_id})
+        cctx.tracer.record(EventKind.CALL_APPROVED, f"Approved by {approval.approver}: {tool.name}",
+                           decided_by="human", tool=tool.name, call_id=call.id, effect=tool.effect.value,
+                           proposal_id=proposal_id, detail={"approver": approval.approver})
         try:
             value = await self._invoke(tool, values, cctx)
         except ToolTimeout:
@@ -212,6 +251,11 @@ class Gate:
                 f"{tool.name} did not answer within {tool.timeout_s:g}s: its outcome is unknown. It was not "
                 "retried; check the system of record before trying again.")}}
             self.approvals.finish(proposal_id, "outcome_unknown", result)
+            cctx.tracer.record(EventKind.CALL_FAILED, f"Outcome unknown: {tool.name}", decided_by="human",
+                               tool=tool.name, call_id=call.id, effect=tool.effect.value,
+                               arguments=self._redacted(tool, values), status="outcome_unknown",
+                               error_code="outcome_unknown", proposal_id=proposal_id,
+                               ms=(time.perf_counter() - start) * 1000)
             self._audit("outcome_unknown", actor="system", decided_by="code", tool=tool.name,
                         proposal_id=proposal_id, cctx=cctx)
             return CallOutcome(call, "outcome_unknown", result, effect=tool.effect.value, proposal_id=proposal_id)
@@ -220,8 +264,7 @@ class Gate:
             self._audit("failed", actor="system", decided_by="code", tool=tool.name, proposal_id=proposal_id,
                         cctx=cctx)
             raise
-        outcome = self._ok(call, tool, value, cctx)
-        outcome.proposal_id = proposal_id
+        outcome = self._ok(call, tool, value, cctx, start, proposal_id=proposal_id)
         self.approvals.finish(proposal_id, "executed", outcome.payload)
         self._audit("executed", actor=approval.approver, decided_by="human", tool=tool.name,
                     proposal_id=proposal_id, cctx=cctx)
@@ -239,34 +282,45 @@ class Gate:
         except ModelFacingError:
             raise
         except Exception as exc:  # a crashed tool is a controlled result; details go to the trace only
-            cctx.tracer.record(kind="code", decided_by="code", title=f"Tool raised: {tool.name}",
-                               detail=f"{type(exc).__name__}: {exc}")
-            raise ToolFailed(f"{tool.name} failed while running; try again later or use another tool") from None
+            raise ToolFailed(f"{tool.name} failed while running; try again later or use another tool",
+                             internal=f"{type(exc).__name__}: {exc}") from None
 
     # -- recording --------------------------------------------------------------------------------
 
-    def _ok(self, call: ToolCall, tool: Tool, value: Any, cctx: CallContext, *, cached: bool = False) -> CallOutcome:
+    def _ok(self, call: ToolCall, tool: Tool, value: Any, cctx: CallContext, start: float, *,
+            cached: bool = False, proposal_id: str | None = None) -> CallOutcome:
         payload = ok_payload(tool.name, value, tool.max_result_chars or self.settings.max_result_chars)
         flags: list[str] = []
         if self.scanner is not None:
             flags = [f"{f.kind}: {f.excerpt}" for f in self.scanner.scan(str(payload["data"]))]
             if flags:
-                cctx.tracer.record(kind="policy", decided_by="code", title=f"Untrusted content flagged in {tool.name}",
-                                   detail=flags)
+                cctx.tracer.record(EventKind.CONTENT_FLAGGED, f"Untrusted content flagged in {tool.name}",
+                                   tool=tool.name, call_id=call.id, detail=flags)
         if not cached:
-            cctx.tracer.record(kind="tool", decided_by="code", title=f"Run tool: {tool.name}",
-                               detail={"arguments": self._redacted(tool, call.arguments),
-                                       "truncated": payload["truncated"]})
+            arguments = self._redacted(tool, call.arguments)
+            cctx.tracer.record(EventKind.CALL_EXECUTED, f"Run tool: {tool.name}",
+                               decided_by="human" if proposal_id else "code", tool=tool.name, call_id=call.id,
+                               effect=tool.effect.value, arguments=arguments, status="ok", proposal_id=proposal_id,
+                               ms=(time.perf_counter() - start) * 1000, detail={"truncated": payload["truncated"]})
             if tool.effect is Effect.READ:
                 self._audit("executed", actor=cctx.principal.user_id, decided_by="code", tool=tool.name,
-                            cctx=cctx, detail={"arguments": self._redacted(tool, call.arguments)})
+                            cctx=cctx, detail={"arguments": arguments})
         cctx.grounding.add(str(payload["data"]))
-        return CallOutcome(call, "ok", payload, effect=tool.effect.value, cached=cached, flags=flags)
+        return CallOutcome(call, "ok", payload, effect=tool.effect.value, cached=cached, flags=flags,
+                           proposal_id=proposal_id)
 
-    def _record_refusal(self, outcome: CallOutcome, exc: ModelFacingError, cctx: CallContext) -> None:
-        decided_by = "policy" if isinstance(exc, (NotPermitted, ApprovalRequired)) else "code"
-        cctx.tracer.record(kind="policy", decided_by=decided_by, title=f"Refused {outcome.call.name}: {exc.code}",
-                           detail=exc.message)
+    def _record_refusal(self, outcome: CallOutcome, exc: ModelFacingError, cctx: CallContext, start: float) -> None:
+        decided_by: DecidedBy = "policy" if isinstance(exc, (NotPermitted, ApprovalRequired)) else "code"
+        failed = outcome.status == "error"
+        kind = EventKind.CALL_FAILED if failed else EventKind.CALL_REFUSED
+        title = f"Tool failed: {outcome.call.name}" if failed else f"Refused {outcome.call.name}: {exc.code}"
+        internal = exc.internal if isinstance(exc, ToolFailed) else ""
+        tool = self.registry.get(outcome.call.name)
+        arguments = self._redacted(tool, outcome.call.arguments) if tool else dict(outcome.call.arguments)
+        cctx.tracer.record(kind, title, decided_by=decided_by, tool=outcome.call.name, call_id=outcome.call.id,
+                           effect=outcome.effect, arguments=arguments, status=outcome.status,
+                           error_code=exc.code, ms=(time.perf_counter() - start) * 1000,
+                           detail={"message": exc.message, **({"internal": internal} if internal else {})})
         event = "denied" if isinstance(exc, NotPermitted) else "refused" if outcome.status == "refused" else "failed"
         self._audit(event, actor=cctx.principal.user_id, decided_by=decided_by, tool=outcome.call.name, cctx=cctx,
                     detail={"code": exc.code, "message": exc.message})

@@ -1,4 +1,4 @@
-"""Every step of a run, with who decided it: model, code, policy, human or cache."""
+"""Recording a run's events under one correlation id, redacted, to any number of exporters."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-StepKind = Literal["model", "code", "policy", "human", "cache", "tool"]
-DecidedBy = Literal["model", "code", "policy", "human", "cache"]
+from toolcrib.errors import TraceFormatError
+from toolcrib.trace.events import DecidedBy, Event, EventKind
 
 # Keys whose values never reach a trace; values that look like bearer tokens or API keys neither.
 _SECRET_KEYS = re.compile(r"(pass(word)?|secret|token|api[_-]?key|authorization|credential)", re.I)
@@ -33,38 +32,23 @@ def redact(value: Any) -> Any:
     return value
 
 
-@dataclass
-class Step:
-    """One recorded step of a run."""
-
-    kind: StepKind
-    decided_by: DecidedBy
-    title: str
-    detail: Any = ""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    ms: float = 0.0
-    trace_id: str = ""
-    step: int = 0
-    at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+Step = Event
+"""The former name of ``Event``."""
 
 
 class TraceExporter(ABC):
-    """Where finished steps go (JSONL file, OpenTelemetry, memory)."""
+    """Where recorded events go (JSONL file, OpenTelemetry, a live stream)."""
 
     @abstractmethod
-    def export(self, step: Step) -> None:
-        """Receive one step as soon as it is recorded."""
+    def export(self, event: Event) -> None:
+        """Receive one event as soon as it is recorded."""
 
     def close(self) -> None:
         """Flush and release. Default: nothing."""
 
 
 class JsonlExporter(TraceExporter):
-    """Appends each step as one JSON line to ``DIR/<trace_id>.jsonl`` (flushed per step)."""
+    """Appends each event as one JSON line to ``DIR/<trace_id>.jsonl`` (flushed per event)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -73,43 +57,59 @@ class JsonlExporter(TraceExporter):
     def path_for(self, trace_id: str) -> Path:
         return self.directory / f"{trace_id}.jsonl"
 
-    def export(self, step: Step) -> None:
-        with self.path_for(step.trace_id).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(step.to_dict(), default=str, ensure_ascii=False) + "\n")
+    def export(self, event: Event) -> None:
+        with self.path_for(event.trace_id).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(event.to_dict(), default=str, ensure_ascii=False) + "\n")
 
 
 class Tracer:
-    """Records the steps of one run under one correlation id, redacting secrets."""
+    """Records the events of one run under one correlation id, redacting secrets."""
 
     def __init__(self, exporters: list[TraceExporter] | None = None, trace_id: str | None = None) -> None:
         self.trace_id = trace_id or new_trace_id()
+        self.run_id = ""
         self.exporters = list(exporters or [])
-        self.steps: list[Step] = []
+        self.events: list[Event] = []
         self._lock = threading.Lock()
+
+    @property
+    def steps(self) -> list[Event]:
+        """The former name of ``events``."""
+        return self.events
 
     def record(
         self,
-        *,
-        kind: StepKind,
-        decided_by: DecidedBy,
+        kind: EventKind,
         title: str,
-        detail: Any = "",
+        *,
+        decided_by: DecidedBy = "code",
+        tool: str | None = None,
+        call_id: str | None = None,
+        effect: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        status: str | None = None,
+        error_code: str | None = None,
+        proposal_id: str | None = None,
+        citations: list[str] | None = None,
         tokens_in: int = 0,
         tokens_out: int = 0,
         ms: float = 0.0,
-    ) -> Step:
+        detail: Any = None,
+    ) -> Event:
+        """Record one event; ``title`` is for people, every other field for readers."""
         with self._lock:
-            step = Step(kind=kind, decided_by=decided_by, title=title, detail=redact(detail),
-                        tokens_in=tokens_in, tokens_out=tokens_out, ms=round(ms, 3),
-                        trace_id=self.trace_id, step=len(self.steps) + 1)
-            self.steps.append(step)
+            event = Event(kind=kind, decided_by=decided_by, title=title, trace_id=self.trace_id, run_id=self.run_id,
+                          step=len(self.events) + 1, ms=round(ms, 3), tool=tool, call_id=call_id, effect=effect,
+                          arguments=redact(arguments) if arguments is not None else None, status=status,
+                          error_code=error_code, proposal_id=proposal_id, citations=citations,
+                          tokens_in=tokens_in, tokens_out=tokens_out, detail=redact(detail))
+            self.events.append(event)
             for exporter in self.exporters:
-                exporter.export(step)
-        return step
+                exporter.export(event)
+        return event
 
-    def count(self, *, decided_by: DecidedBy | None = None, kind: StepKind | None = None) -> int:
-        return sum(1 for s in self.steps
-                   if (decided_by is None or s.decided_by == decided_by) and (kind is None or s.kind == kind))
+    def count(self, kind: EventKind, *, decided_by: DecidedBy | None = None) -> int:
+        return sum(1 for e in self.events if e.kind == kind and (decided_by is None or e.decided_by == decided_by))
 
     def close(self) -> None:
         for exporter in self.exporters:
@@ -121,5 +121,22 @@ def new_trace_id() -> str:
 
 
 def load_trace(path: Path) -> list[dict[str, Any]]:
-    """Read a JSONL trace back as a list of step dicts."""
+    """Read a JSONL trace back as a list of records, as written."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def read_events(path: Path) -> list[Event]:
+    """Read a JSONL trace back as typed events; raises ``TraceFormatError`` for a record of another
+    schema version (such as a trace written before typed events) or a line that is not JSON."""
+    return list(_events(path))
+
+
+def _events(path: Path) -> Iterator[Event]:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            raise TraceFormatError(f"{path.name}, line {number}: not a JSON record") from None
+        yield Event.from_dict(data)

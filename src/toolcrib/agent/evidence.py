@@ -1,0 +1,140 @@
+"""The evidence a run has gathered, and what code decides from it: which citations an answer keeps,
+when the run must abstain and what it says then, and the note on conflicting document versions."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from toolcrib.agent import prompts
+from toolcrib.retrieval.citations import Citation, check_citations
+from toolcrib.retrieval.evidence import Conflict, Evidence
+from toolcrib.tools.result import CallOutcome
+
+
+@dataclass
+class CitationReview:
+    """An answer after its citations were checked: the text as it leaves, what it rests on, what was
+    removed and anything its reader should know."""
+
+    text: str
+    citations: list[Citation]
+    removed: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EvidenceLedger:
+    """What this run actually retrieved, by citation id: passages from document searches and the
+    results of other tools. Only ids in the ledger may be cited."""
+
+    items: dict[str, Citation] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    found_nothing: dict[str, str] = field(default_factory=dict)  # citation id -> what found nothing
+    searched: list[str] = field(default_factory=list)
+    insufficient: bool = False
+    conflicts: list[Conflict] = field(default_factory=list)
+    _counter: int = 0
+
+    def add(self, outcome: CallOutcome) -> None:
+        """Record a successful call's result."""
+        data = outcome.payload.get("data")
+        evidence = Evidence.from_payload(data)
+        if evidence is not None:
+            self._add_search(evidence)
+            return
+        self._counter += 1
+        cid = f"{outcome.call.name}#{self._counter}"
+        self.items[cid] = Citation(cid, "tool", outcome.call.name, json.dumps(data, ensure_ascii=False)[:200])
+        if outcome.found_nothing:
+            args = ", ".join(f"{k}={v}" for k, v in outcome.call.arguments.items())
+            self.found_nothing[cid] = f"{outcome.call.name} found nothing for {args}"
+
+    def _add_search(self, evidence: Evidence) -> None:
+        if evidence.searched:
+            self.searched.append(evidence.searched)
+        self.conflicts.extend(evidence.conflicts)
+        if not evidence.sufficient:
+            self.insufficient = True
+            return
+        for p in evidence.passages:
+            self.items[p.citation] = Citation(p.citation, "passage", p.source, p.text[:200])
+            self.texts[p.citation] = p.text
+
+    @property
+    def useful(self) -> bool:
+        """Something was found: a passage, or a tool result other than "nothing matched"."""
+        return any(cid not in self.found_nothing for cid in self.items)
+
+    @property
+    def citable(self) -> list[str]:
+        """The ids an answer may cite."""
+        return [cid for cid in self.items if cid not in self.found_nothing]
+
+    def conflict_notes(self) -> list[str]:
+        return [c.describe() for c in self.conflicts]
+
+    def review(self, text: str) -> CitationReview:
+        """Keep citations to evidence this run retrieved; drop and flag any other; cite the tool results
+        the answer rests on and every version of a conflicting document; add the conflict note."""
+        known = self.items
+        check = check_citations(text, known)
+        flags = [f"removed citation [{cid}]: not retrieved in this run" for cid in check.invalid]
+        for cid in check.invalid:
+            text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
+        cited = {cid: known[cid] for cid in check.valid}
+        for cid, item in known.items():  # tool results the answer rests on are cited by code
+            if item.kind == "tool" and cid not in self.found_nothing:
+                cited.setdefault(cid, item)
+        for conflict in self.conflicts:  # the note below names every version
+            for cid in conflict.citations:
+                if cid in known:
+                    cited.setdefault(cid, known[cid])
+        passages = {cid: item for cid, item in known.items() if item.kind == "passage"}
+        if passages and not any(c.kind == "passage" for c in cited.values()):
+            best = best_support(text, {cid: self.texts[cid] for cid in passages})
+            if best:
+                cited[best] = passages[best]
+                flags.append(f"the answer cited no passage; [{best}] attached by code as its best support")
+            else:
+                flags.append("the answer cites no retrieved passage")
+        elif passages and check.uncited_claims:
+            flags += [f"claim without a valid citation: {claim[:160]}" for claim in check.uncited_claims[:5]]
+        notes = self.conflict_notes()
+        flags += [f"conflicting sources: {n}" for n in notes]
+        text = text.strip()
+        if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions
+            text += "\n\nNote: the sources disagree. " + " ".join(notes)
+        return CitationReview(text, list(cited.values()), list(check.invalid), flags)
+
+    def abstention(self, outcomes: Sequence[CallOutcome]) -> str:
+        """What the run says when the evidence does not answer: what it searched and what failed."""
+        searched = "; ".join(f'"{q}"' for q in self.searched)
+        searched = f"I searched the documents for {searched}. " if searched else ""
+        failures = [f"{o.call.name} ({o.payload['error']['code']})" for o in outcomes
+                    if o.status in ("error", "outcome_unknown")]
+        failed = f"These lookups could not be completed: {', '.join(failures)}. " if failures else ""
+        if self.found_nothing:
+            failed += f"{'; '.join(self.found_nothing.values())}. "
+        return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched)
+
+
+_STOP = frozenset("this that with from have will what which when where there their about into than then them "
+                  "they been were your does also only each must shall should would could".split())
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9][a-z0-9.,%-]*[a-z0-9%]|[0-9]", text.lower())
+            if (len(w) >= 4 or w[0].isdigit()) and w not in _STOP}
+
+
+def best_support(answer: str, passages: Mapping[str, str]) -> str | None:
+    """The passage sharing the most content words with the answer, if it shares at least a third."""
+    words = _content_words(answer)
+    if not words:
+        return None
+    score, cid = max(((len(words & _content_words(t)) / len(words), cid) for cid, t in passages.items()),
+                     default=(0.0, ""))
+    return cid if score >= 1 / 3 else None

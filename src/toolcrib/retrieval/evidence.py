@@ -1,0 +1,109 @@
+"""Evidence: what one document search found, typed both ways.
+
+The retriever produces it, the ``vector_search`` tool carries it to the model as a JSON object, and
+the runner's evidence ledger and eval scoring read it back with ``Evidence.from_payload``; nobody
+else reads that JSON by hand. A payload cut to the result size cap still reads (shorter texts,
+fewer passages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+CONFLICT_NOTE = ("several versions of this document were retrieved; prefer the newest effective date unless the "
+                 "question is about an earlier period")
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Passages from several versions of one document family, newest first. Each version is a dict
+    with ``citation``, ``doc_id``, ``title``, ``version`` and ``effective_date``."""
+
+    family: str
+    versions: tuple[dict[str, str], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "versions": [dict(v) for v in self.versions], "note": CONFLICT_NOTE}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Conflict | None:
+        if not isinstance(data, Mapping) or not isinstance(data.get("versions"), list):
+            return None
+        versions = tuple({str(k): str(v) for k, v in item.items() if v is not None}
+                         for item in data["versions"] if isinstance(item, Mapping))
+        return cls(str(data.get("family") or "a document"), versions)
+
+    @property
+    def citations(self) -> list[str]:
+        return [v["citation"] for v in self.versions if v.get("citation")]
+
+    def describe(self) -> str:
+        """One sentence naming every version with its citation, for the reader of an answer."""
+        versions = "; ".join(
+            f"{v.get('title') or v.get('doc_id')} (version {v.get('version') or '?'}, effective "
+            f"{v.get('effective_date') or 'undated'}) [{v.get('citation')}]" for v in self.versions)
+        return f"{self.family} exists in several versions: {versions}."
+
+
+@dataclass(frozen=True)
+class CitedPassage:
+    """A passage as the model sees it: its citation id, where it is, and its text."""
+
+    citation: str
+    text: str = ""
+    title: str = ""
+    section: str = ""
+    page: int | None = None
+    version: str = ""
+    effective_date: str = ""
+    score: float = 0.0
+
+    @property
+    def source(self) -> str:
+        """``Title — section, p. 3``: where a reader finds it."""
+        where = ", ".join(x for x in (self.section, f"p. {self.page}" if self.page else "") if x)
+        return (self.title or self.citation) + (f" — {where}" if where else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"citation": self.citation, "title": self.title, "section": self.section, "page": self.page,
+                "version": self.version, "effective_date": self.effective_date, "score": round(self.score, 4),
+                "text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> CitedPassage | None:
+        if not isinstance(data, Mapping) or not data.get("citation"):
+            return None
+        page = data.get("page")
+        return cls(citation=str(data["citation"]), text=str(data.get("text") or ""),
+                   title=str(data.get("title") or ""), section=str(data.get("section") or ""),
+                   page=page if isinstance(page, int) else None, version=str(data.get("version") or ""),
+                   effective_date=str(data.get("effective_date") or ""),
+                   score=float(data["score"]) if isinstance(data.get("score"), (int, float)) else 0.0)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The passages one search found for one principal, the version conflicts among them, and
+    whether they suffice to answer (``sufficient`` False: nothing relevant, or nothing readable)."""
+
+    searched: str
+    passages: tuple[CitedPassage, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+    sufficient: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The model-facing shape (the ``vector_search`` tool's result)."""
+        return {"passages": [p.to_dict() for p in self.passages], "conflicts": [c.to_dict() for c in self.conflicts],
+                "sufficient": self.sufficient, "searched": self.searched}
+
+    @classmethod
+    def from_payload(cls, data: Any) -> Evidence | None:
+        """Read a tool result's ``data`` back; None when it is not a search result."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("passages"), list):
+            return None
+        passages = (CitedPassage.from_dict(p) for p in data["passages"])
+        conflicts = (Conflict.from_dict(c) for c in data.get("conflicts") or [])
+        return cls(searched=str(data.get("searched") or ""), passages=tuple(p for p in passages if p),
+                   conflicts=tuple(c for c in conflicts if c), sufficient=data.get("sufficient") is not False)

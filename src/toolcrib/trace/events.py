@@ -1,0 +1,114 @@
+"""A run's events: one typed, versioned record per step, from a closed set of kinds.
+
+Every reader (the JSONL trace, ``toolcrib trace``, ``toolcrib stats``, eval scoring, the
+OpenTelemetry exporter, the service's event stream) reads the typed fields; ``title`` is for people
+only and may be reworded at any time. The kinds are named so that they map onto AG-UI's event types
+(``run_started`` -> ``RUN_STARTED``, ``call_proposed`` -> ``TOOL_CALL_START/ARGS/END``,
+``call_executed`` -> ``TOOL_CALL_RESULT``, ``run_finished`` -> ``RUN_FINISHED``) and OpenTelemetry's
+GenAI operations (``model_decision`` -> ``chat``, ``call_executed`` -> ``execute_tool``).
+
+Schema history: 1 (toolcrib 0.1): this shape. A reader meeting another ``schema_version`` refuses
+the record (``TraceFormatError``) instead of misreading it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Any, Literal
+
+from toolcrib.errors import TraceFormatError
+
+SCHEMA_VERSION = 1
+
+DecidedBy = Literal["model", "code", "policy", "human", "cache"]
+RunOutcome = Literal["answered", "abstained", "clarify", "paused", "limit"]
+
+
+class EventKind(StrEnum):
+    """What happened. A closed set: a new kind is a schema change."""
+
+    RUN_STARTED = "run_started"
+    RUN_RESUMED = "run_resumed"
+    TOOLS_OFFERED = "tools_offered"  # detail: {"offered": [...], "withheld": {name: reason}}
+    MODEL_DECISION = "model_decision"  # status: tool_calls or text; detail: the calls or the text; tokens; ms
+    CALL_PROPOSED = "call_proposed"  # one per proposed call: tool, call_id, arguments
+    CALL_DROPPED = "call_dropped"  # proposed but not run (single-call mode, over budget)
+    CALL_REFUSED = "call_refused"  # error_code says why (unknown_tool, not_offered, invalid_arguments, ...)
+    CALL_HELD = "call_held"  # a WRITE/ACTUATE held for approval: proposal_id
+    CALL_APPROVED = "call_approved"  # a person approved proposal_id; detail: {"approver": ...}
+    CALL_RETRIED = "call_retried"
+    CALL_EXECUTED = "call_executed"  # the tool ran and returned
+    CALL_FAILED = "call_failed"  # the tool raised or timed out; error_code
+    CALL_REPLAYED = "call_replayed"  # a duplicated resume: the recorded outcome, nothing ran again
+    CACHE_HIT = "cache_hit"
+    CONTENT_FLAGGED = "content_flagged"  # the scanner flagged a tool result; detail: the flags
+    EVIDENCE_RULE = "evidence_rule"  # an answer with no evidence behind it was not accepted
+    CODE_SEARCH = "code_search"  # code searched the documents with the question
+    CITATION_CHECK = "citation_check"  # citations: kept; detail: {"removed": [...], "flags": [...]}
+    CLARIFYING_QUESTION = "clarifying_question"
+    ABSTAINED = "abstained"
+    LIMIT_REACHED = "limit_reached"
+    RUN_PAUSED = "run_paused"  # detail: {"proposals": [...]}
+    RUN_FINISHED = "run_finished"  # status: the run's outcome (answered, abstained, clarify, paused, limit)
+
+
+# Kinds that close one tool call, for readers that count executions.
+CALL_OUTCOMES = frozenset({EventKind.CALL_EXECUTED, EventKind.CALL_FAILED, EventKind.CALL_REFUSED,
+                           EventKind.CALL_HELD, EventKind.CACHE_HIT, EventKind.CALL_REPLAYED})
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class Event:
+    """One recorded step of a run, with who decided it."""
+
+    kind: EventKind
+    decided_by: DecidedBy
+    title: str = ""  # presentation only: no reader may parse it
+    trace_id: str = ""
+    run_id: str = ""
+    step: int = 0
+    at: str = field(default_factory=_now)
+    ms: float = 0.0
+    tool: str | None = None
+    call_id: str | None = None
+    effect: str | None = None
+    arguments: dict[str, Any] | None = None
+    status: str | None = None
+    error_code: str | None = None
+    proposal_id: str | None = None
+    citations: list[str] | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    detail: Any = None
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape: every field set, optional ones left out when empty."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None or (f.name in ("tokens_in", "tokens_out") and not value):
+                continue
+            out[f.name] = value.value if isinstance(value, EventKind) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Event:
+        """Read one record back; raises ``TraceFormatError`` for an unknown version or kind."""
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise TraceFormatError(f"trace record has schema_version {version!r}; this toolcrib reads "
+                                   f"version {SCHEMA_VERSION} (the record may predate typed events)")
+        try:
+            kind = EventKind(data["kind"])
+        except (KeyError, ValueError):
+            raise TraceFormatError(f"trace record has an unknown kind {data.get('kind')!r}") from None
+        known = {f.name for f in fields(cls)}
+        return cls(**{**{k: v for k, v in data.items() if k in known}, "kind": kind})
