@@ -175,6 +175,18 @@ def test_an_identifier_in_the_question_or_a_tool_result_brings_the_lookups_back(
     assert offered(model) == ["lookup_part", "search_notes", "get_order_status", "reserve_stock"]
 
 
+def test_a_withheld_tool_the_model_names_anyway_is_refused_by_the_gate_as_not_offered() -> None:
+    # the question names no part number, so lookup_part is withheld; a model that calls it anyway
+    # (with a part number the user never said) is refused by the gate from the same offer
+    r, model = runner([call("lookup_part", part_number="HLV-2205"), "It costs $52.00."])
+    answer = r.ask("What does the high-voltage lead cost?", USER)
+    assert "lookup_part" not in offered(model) and RAN == []
+    assert answer.refused[0]["error"]["code"] == "not_offered"
+    assert "needs part_number" in answer.refused[0]["error"]["message"]
+    refusal = next(e for e in TRACERS[-1].events if e.kind == EventKind.CALL_REFUSED)
+    assert refusal.tool == "lookup_part" and refusal.error_code == "not_offered"
+
+
 def test_withholding_can_be_turned_off() -> None:
     r, model = runner([call("search_notes", query="returns"), "ok [search_notes#1]"], offer_only_groundable=False)
     r.ask("What does our returns policy say?", USER)

@@ -74,9 +74,10 @@ def test_a_held_write_records_its_proposal_and_the_pause(tmp_path: Path) -> None
     Runner(model, gate, tracer_factory=factory).ask("Reserve 3 of part F2", USER)
     held = next(e for e in tracers[-1].events if e.kind == EventKind.CALL_HELD)
     assert held.decided_by == "policy" and held.effect == "write" and held.proposal_id
-    paused = next(e for e in tracers[-1].events if e.kind == EventKind.RUN_PAUSED)
-    assert paused.detail["proposals"][0]["proposal_id"] == held.proposal_id
-    assert tracers[-1].events[-1].status == "paused"
+    finished = tracers[-1].events[-1]
+    assert finished.kind == EventKind.RUN_FINISHED and finished.status == "paused"
+    assert finished.detail["proposals"] == [{"proposal_id": held.proposal_id, "tool": "reserve_stock",
+                                             "call_id": held.call_id}]
 
 
 def test_secrets_are_redacted_in_arguments_and_details(tmp_path: Path) -> None:
@@ -146,3 +147,46 @@ def test_a_renamed_title_changes_no_reader() -> None:
     tracer.record(EventKind.RUN_FINISHED, "Fertig", status="answered")
     names = {s.name for s in memory.get_finished_spans()}
     assert "execute_tool lookup_part" in names and "invoke_agent toolcrib" in names
+
+
+def agui_events(tracer: Tracer) -> list[Any]:
+    """Every event mapped to AG-UI and parsed by the protocol's own models (a wrong shape fails here)."""
+    core = pytest.importorskip("ag_ui.core")
+    from pydantic import TypeAdapter
+
+    from toolcrib.trace.agui import to_agui
+
+    adapter: TypeAdapter[Any] = TypeAdapter(core.Event)
+    return [adapter.validate_python(item) for e in tracer.events for item in to_agui(e)]
+
+
+def test_a_run_maps_onto_ag_ui_events_the_protocol_accepts() -> None:
+    tracer = Tracer()
+    tracers = [tracer]
+    gate = Gate(Registry([lookup_part, reserve_stock]), GroupPolicy({"support": ["*"]}))
+    Runner(ScriptedModel([LOOKUP, "It costs $52.00 [lookup_part#1]."]), gate,
+           tracer_factory=lambda: tracers.pop()).ask("What does part HLV-2205 cost?", USER)
+    events = agui_events(tracer)
+    types = [e.type.value for e in events]
+    assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED"
+    start = types.index("TOOL_CALL_START")
+    assert types[start:start + 4] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+    assert json.loads(events[start + 1].delta) == {"part_number": "HLV-2205"}
+    assert json.loads(events[start + 3].content)["status"] == "ok"
+    assert events[-1].outcome.type == "success" and events[0].thread_id == events[-1].thread_id
+
+
+def test_a_run_paused_for_approval_finishes_with_an_interrupt_naming_the_proposal(tmp_path: Path) -> None:
+    from toolcrib.policy.approvals import SQLiteApprovalStore
+
+    tracer = Tracer()
+    tracers = [tracer]
+    gate = Gate(Registry([lookup_part, reserve_stock]), GroupPolicy({"support": ["*"]}),
+                approvals=SQLiteApprovalStore(tmp_path / "approvals.db"))
+    model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "F2", "quantity": 3}}]}])
+    Runner(model, gate, tracer_factory=lambda: tracers.pop()).ask("Reserve 3 of part F2", USER)
+    held = next(e for e in tracer.events if e.kind == EventKind.CALL_HELD)
+    finished = agui_events(tracer)[-1]
+    assert finished.outcome.type == "interrupt"
+    assert [(i.id, i.reason, i.tool_call_id) for i in finished.outcome.interrupts] == [
+        (held.proposal_id, "approval_required", held.call_id)]

@@ -320,9 +320,6 @@ class Runner:
             self.runs.save(PausedRun(run.run_id, run.principal.user_id, run.question, mode, run.messages,
                                      [(o.call, o.proposal_id or "") for o in pending],
                                      [str(o.payload.get("data", "")) for o in run.outcomes if o.ok]))
-        run.tracer.record(EventKind.RUN_PAUSED, "Run paused for approval", status="approval_required",
-                          detail={"proposals": [{"proposal_id": o.proposal_id, "tool": o.call.name,
-                                                 "call_id": o.call.id} for o in pending]})
         return self._finish(run, "\n".join(lines), outcome="paused")
 
     def _finish(self, run: _Run, text: str, *, outcome: Outcome, abstained: bool = False) -> Answer:
@@ -342,7 +339,11 @@ class Runner:
             flags=flags, trace_id=run.tracer.trace_id, run_id=run.run_id,
             model_decided_steps=run.model_decisions, tokens_in=run.tokens_in, tokens_out=run.tokens_out,
             ms=round((time.perf_counter() - run.started) * 1000, 1))
+        detail: dict[str, Any] = {"text": text[:500], "flags": flags}
+        if outcome == "paused":
+            detail["proposals"] = [{"proposal_id": o.proposal_id, "tool": o.call.name, "call_id": o.call.id}
+                                   for o in run.outcomes if o.status == "approval_required" and o.proposal_id]
         run.tracer.record(EventKind.RUN_FINISHED, f"Final answer ({outcome})", status=outcome,
-                          citations=[c.id for c in citations], ms=answer.ms, detail={"text": text[:500], "flags": flags})
+                          citations=[c.id for c in citations], ms=answer.ms, detail=detail)
         run.tracer.close()
         return answer

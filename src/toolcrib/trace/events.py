@@ -51,8 +51,8 @@ class EventKind(StrEnum):
     CLARIFYING_QUESTION = "clarifying_question"
     ABSTAINED = "abstained"
     LIMIT_REACHED = "limit_reached"
-    RUN_PAUSED = "run_paused"  # detail: {"proposals": [...]}
-    RUN_FINISHED = "run_finished"  # status: the run's outcome (answered, abstained, clarify, paused, limit)
+    RUN_FINISHED = "run_finished"  # status: the outcome (answered, abstained, clarify, paused, limit);
+    # detail: {"text", "flags"} and, when paused, {"proposals": [{"proposal_id", "tool", "call_id"}]}
 
 
 # Kinds that close one tool call, for readers that count executions.
