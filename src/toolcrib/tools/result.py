@@ -34,9 +34,9 @@ def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, 
         yield from _nodes(child, (*path, key))
 
 
-def _longest(data: Any, kind: type) -> tuple[tuple[Any, ...], Any]:
-    return max(((p, v) for p, v in _nodes(data) if isinstance(v, kind)), key=lambda pv: len(pv[1]),
-               default=((), kind()))
+def _longest(data: Any, kind: type[str] | type[list[Any]]) -> tuple[tuple[Any, ...], Any]:
+    found: list[tuple[tuple[Any, ...], str | list[Any]]] = [(p, v) for p, v in _nodes(data) if isinstance(v, kind)]
+    return max(found, key=lambda pv: len(pv[1]), default=((), kind()))
 
 
 def _shrink(data: Any, max_chars: int) -> Any:
