@@ -1,16 +1,24 @@
+"""The public surface: ``__all__`` is exactly the live public namespace (as httpx checks its own)."""
+
+from __future__ import annotations
+
+import inspect
+from types import ModuleType
+
 import toolcrib
 
-PUBLIC = {
-    "AllowAll", "Answer", "CallContext", "CallOutcome", "Citation", "Completion", "ConfigError", "Decision",
-    "Effect", "FunctionModel", "Gate", "GateSettings", "GroupPolicy", "Identifier", "JsonlExporter", "Limits",
-    "Message", "Model", "ModelFacingError", "OperatorError", "Policy", "Principal", "Registry", "Runner",
-    "RunnerSettings", "ScriptedModel", "Step", "Tool", "ToolCall", "ToolContext", "ToolSpec", "ToolcribError",
-    "TraceExporter", "Tracer", "Workspace", "__version__", "get_model", "register_model", "tool",
-}
 
-
-def test_all_lists_exactly_the_public_names() -> None:
-    assert set(toolcrib.__all__) == PUBLIC
-    assert len(toolcrib.__all__) == len(set(toolcrib.__all__))
+def test_all_is_exactly_the_public_namespace_sorted() -> None:
+    lazy = set(toolcrib._LAZY)
+    live = {name for name, value in vars(toolcrib).items()
+            if not name.startswith("_") and not isinstance(value, ModuleType)} - lazy
+    assert set(toolcrib.__all__) - lazy - {"__version__"} == live
+    assert toolcrib.__all__ == sorted(toolcrib.__all__, key=str.casefold)
     for name in toolcrib.__all__:
-        assert hasattr(toolcrib, name), name
+        assert getattr(toolcrib, name) is not None, name
+
+
+def test_the_seams_a_user_implements_are_exported_as_abstract_types() -> None:
+    for seam in ("Index", "Embedder", "ApprovalStore", "AuditStore", "Policy", "Model", "TraceExporter"):
+        assert inspect.isabstract(getattr(toolcrib, seam)), seam
+    assert getattr(toolcrib.Scanner, "_is_protocol", False)  # third parties implement it structurally

@@ -3,6 +3,10 @@
 The model proposes; the application decides.
 """
 
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from toolcrib.agent.answer import Answer, Citation
 from toolcrib.agent.runner import Limits, Runner, RunnerSettings
 from toolcrib.errors import (
@@ -14,8 +18,11 @@ from toolcrib.errors import (
 from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolSpec
 from toolcrib.models.registry import get_model, register_model
 from toolcrib.models.scripted import FunctionModel, ScriptedModel
+from toolcrib.policy.approvals import ApprovalStore
+from toolcrib.policy.audit import AuditStore
 from toolcrib.policy.policy import AllowAll, Decision, GroupPolicy, Policy
 from toolcrib.policy.principal import Principal
+from toolcrib.policy.scanner import Scanner
 from toolcrib.tools.gate import CallContext, Gate, GateSettings
 from toolcrib.tools.registry import Registry
 from toolcrib.tools.result import CallOutcome
@@ -24,11 +31,31 @@ from toolcrib.trace.events import Event, EventKind
 from toolcrib.trace.tracer import JsonlExporter, Step, TraceExporter, Tracer
 from toolcrib.workspace import Workspace
 
+if _TYPE_CHECKING:
+    from toolcrib.retrieval.embedders import Embedder
+    from toolcrib.retrieval.index import Index
+
 __version__ = "0.1.0"
 
+# Seams whose modules pull in heavy libraries load on first use (PEP 562), so `import toolcrib` stays fast.
+_LAZY = {"Embedder": "toolcrib.retrieval.embedders", "Index": "toolcrib.retrieval.index"}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolcrib' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "__version__",
     "AllowAll",
     "Answer",
+    "ApprovalStore",
+    "AuditStore",
     "CallContext",
     "CallOutcome",
     "Citation",
@@ -36,13 +63,16 @@ __all__ = [
     "ConfigError",
     "Decision",
     "Effect",
+    "Embedder",
     "Event",
     "EventKind",
     "FunctionModel",
     "Gate",
     "GateSettings",
+    "get_model",
     "GroupPolicy",
     "Identifier",
+    "Index",
     "JsonlExporter",
     "Limits",
     "Message",
@@ -51,21 +81,20 @@ __all__ = [
     "OperatorError",
     "Policy",
     "Principal",
+    "register_model",
     "Registry",
     "Runner",
     "RunnerSettings",
+    "Scanner",
     "ScriptedModel",
     "Step",
     "Tool",
+    "tool",
     "ToolCall",
     "ToolContext",
-    "ToolSpec",
     "ToolcribError",
+    "ToolSpec",
     "TraceExporter",
     "Tracer",
     "Workspace",
-    "__version__",
-    "get_model",
-    "register_model",
-    "tool",
 ]
