@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from toolcrib.cli_support import controlled, err, open_workspace, user_option, workspace_option
+from toolcrib.cli._support import controlled, err, open_workspace, user_option, workspace_option
 
 
 @click.group()
@@ -34,7 +34,7 @@ def ask(question: str | None, model_spec: str | None, user: str | None, mode: st
         raise click.UsageError("give a QUESTION, or --resume RUN_ID")
     ws = open_workspace(workspace)
     principal = ws.principal(user)
-    from toolcrib.cli_progress import prepare_model
+    from toolcrib.cli._progress import prepare_model
 
     model = prepare_model(ws, model_spec, quiet=as_json)
     runner = ws.runner(model, mode=mode)
@@ -42,11 +42,11 @@ def ask(question: str | None, model_spec: str | None, user: str | None, mode: st
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
     else:
-        from toolcrib.cli_render import render_answer
+        from toolcrib.cli._render import render_answer
 
         render_answer(answer)
     if show_trace:
-        from toolcrib.cli_render import render_trace
+        from toolcrib.cli._render import render_trace
 
         render_trace(ws.traces_dir / f"{answer.trace_id}.jsonl")
 
@@ -59,7 +59,7 @@ def ask(question: str | None, model_spec: str | None, user: str | None, mode: st
 @controlled
 def ingest(paths: tuple[Path, ...], reindex: bool, as_json: bool, workspace: Path | None) -> None:
     """Index documents (default: the workspace's documents folder), incrementally."""
-    from toolcrib.cli_progress import StageProgress
+    from toolcrib.cli._progress import StageProgress
 
     ws = open_workspace(workspace)
     progress = StageProgress({"load": "Reading documents", "embed": "Embedding chunks", "commit": "Writing the index"},
@@ -84,7 +84,7 @@ def ingest(paths: tuple[Path, ...], reindex: bool, as_json: bool, workspace: Pat
 @controlled
 def trace(trace_id: str | None, last: bool, as_json: bool, workspace: Path | None) -> None:
     """Print a recorded run as a readable timeline."""
-    from toolcrib.cli_render import render_trace
+    from toolcrib.cli._render import render_trace
     from toolcrib.errors import ConfigError
 
     ws = open_workspace(workspace)
@@ -128,7 +128,7 @@ def tools(user: str | None, as_json: bool, workspace: Path | None) -> None:
 @controlled
 def init(path: Path) -> None:
     """Create a commented starter workspace at PATH."""
-    from toolcrib.starter import create_starter
+    from toolcrib.cli.init import create_starter
 
     create_starter(path)
     click.echo(f"Created a starter workspace in {path}. Try: toolcrib tools --workspace {path}")
@@ -145,7 +145,7 @@ def init(path: Path) -> None:
 def approve(proposal_id: str | None, user: str | None, reject: bool, reason: str, as_json: bool,
             workspace: Path | None) -> None:
     """List pending proposals, or approve (or --reject) one as USER."""
-    from toolcrib.approval_desk import decide, list_pending
+    from toolcrib.cli.approve import decide, list_pending
 
     ws = open_workspace(workspace)
     if proposal_id is None:
@@ -218,7 +218,7 @@ def sql(query: str, params: tuple[str, ...], user: str | None, as_json: bool, wo
     if as_json:
         click.echo(json.dumps(outcome.payload, ensure_ascii=False))
     elif outcome.ok:
-        from toolcrib.cli_render import render_rows
+        from toolcrib.cli._render import render_rows
 
         render_rows(outcome.payload["data"])
     else:
@@ -228,8 +228,8 @@ def sql(query: str, params: tuple[str, ...], user: str | None, as_json: bool, wo
 
 
 def _register_eval_commands() -> None:
-    """``toolcrib eval`` and ``toolcrib stats`` live in ``toolcrib.evals.commands``."""
-    from toolcrib.evals.commands import eval_group, stats_cmd
+    """``toolcrib eval`` and ``toolcrib stats`` live in ``toolcrib.cli.eval``."""
+    from toolcrib.cli.eval import eval_group, stats_cmd
 
     main.add_command(eval_group, "eval")
     main.add_command(stats_cmd, "stats")

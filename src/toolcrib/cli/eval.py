@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from toolcrib.cli_support import controlled, open_workspace, workspace_option
+from toolcrib.cli._support import controlled, open_workspace, workspace_option
 from toolcrib.errors import ConfigError
 
 
@@ -81,7 +81,7 @@ def _run_eval(model_spec: str | None, mode: str, questions_file: Path | None, on
         if as_json:
             click.echo(json.dumps(projection))
         return
-    from toolcrib.cli_progress import prepare_model
+    from toolcrib.cli._progress import prepare_model
 
     model = prepare_model(ws, spec, quiet=quiet and as_json)
     runs = []
