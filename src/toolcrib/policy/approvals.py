@@ -219,7 +219,7 @@ class _SQLApprovalStore(ApprovalStore):
                                   " AND status IN ('pending', 'approved') ORDER BY created_at"),
                         (digest,))
             for row in map(_ProposalRow.of, cur.fetchall()):
-                if row.status == "approved" and row.expires_at is not None and now < row.expires_at or (
+                if (row.status == "approved" and row.expires_at is not None and now < row.expires_at) or (
                     row.status == "pending" and not self._pending_expired(row, now)
                 ):
                     return row.proposal()
