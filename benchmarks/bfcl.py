@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from toolcrib.evals import bfcl
+from toolcrib.models.base import Loadable
 from toolcrib.models.registry import get_model
 
 
@@ -30,10 +31,9 @@ def main() -> None:
     args = parser.parse_args()
     settings = {"n_threads": args.threads} if args.threads else {}
     model = get_model(args.model, settings)
-    load = getattr(model, "load", None)
     started = time.perf_counter()
-    if load is not None:
-        load()
+    if isinstance(model, Loadable):
+        model.load()
     load_s = time.perf_counter() - started
 
     def progress(r: bfcl.EntryResult) -> None:

@@ -17,11 +17,14 @@ import resource
 import statistics
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolcrib.models.base import Completion, Message, Model, ToolSpec
 from toolcrib.models.local import LocalModel
 from toolcrib.models.weights import ensure_model_file
+
+if TYPE_CHECKING:
+    from toolcrib.workspace import Workspace
 
 
 def _tool(name: str, description: str, **params: str) -> ToolSpec:
@@ -128,7 +131,8 @@ def _demo_model(settings: dict[str, Any]) -> LocalModel:
     return LocalModel.from_spec("", merged)
 
 
-def _ask_one(ws: Any, model: _Recording, question: str, must: tuple[str, ...], must_not: tuple[str, ...]) -> dict[str, Any]:
+def _ask_one(ws: Workspace, model: _Recording, question: str, must: tuple[str, ...],
+             must_not: tuple[str, ...]) -> dict[str, Any]:
     before = len(model.calls)
     started = time.perf_counter()
     answer = ws.runner(model).ask(question, ws.principal("alice"))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from toolcrib import ScriptedModel, Workspace
-from toolcrib.approval_desk import decide
+from toolcrib.cli.approve import decide
 from toolcrib.demo import WORKSPACE
 from toolcrib.errors import InvalidArguments, NotPermitted
 from toolcrib.policy.envelope import SafetyEnvelope

@@ -155,6 +155,24 @@ def test_approvals_and_proposals_expire(backend: tuple[str, str, str | None], cl
         assert store.propose("reserve_stock", {"part": "C-1", "qty": 1}, ALICE, "1", "v1").id != old.id
 
 
+def test_an_approval_without_a_recorded_expiry_is_refused_as_expired(tmp_path: Path, clock: Clock) -> None:
+    """``approve`` always records an expiry; a row altered to lack one fails closed instead of crashing."""
+    import sqlite3
+
+    path = tmp_path / "approvals.db"
+    with SQLiteApprovalStore(path, clock=clock) as store:
+        p = store.propose("reserve_stock", ARGS, ALICE, "1", "v1")
+        granted = store.approve(p.id, BOB, ttl_s=60)
+        assert store.approval(p.id) == granted
+        assert store.propose("reserve_stock", ARGS, ALICE, "1", "v1").id == p.id
+        conn = sqlite3.connect(path)
+        with conn:  # commits
+            conn.execute("UPDATE toolcrib_proposals SET expires_at = NULL WHERE id = ?", (p.id,))
+        conn.close()
+        assert store.approval(p.id) is None
+        assert _refused(lambda: store.claim(p.id, p.hash)) == "expired"
+        assert store.get(p.id).status == "expired"  # type: ignore[union-attr]
+
 def test_rejected_and_unknown_proposals_cannot_run(store: ApprovalStore) -> None:
     p = store.propose("reserve_stock", ARGS, ALICE, "1", "v1")
     store.reject(p.id, BOB, "not this week")

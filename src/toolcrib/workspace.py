@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from toolcrib.agent.runner import Limits, Runner, RunnerSettings
+from toolcrib.agent.runner import Limits, Mode, Runner, RunnerSettings
 from toolcrib.agent.runs import RunStore
 from toolcrib.config import WorkspaceConfig, load_config
 from toolcrib.errors import ConfigError
@@ -32,10 +33,17 @@ from toolcrib.tools.registry import Registry
 from toolcrib.tools.tool import Tool
 from toolcrib.trace.tracer import JsonlExporter, Tracer
 
+if TYPE_CHECKING:  # imported where used, so opening a workspace loads no retrieval or store backend
+    from toolcrib.policy.approvals import ApprovalStore
+    from toolcrib.policy.audit import AuditStore
+    from toolcrib.retrieval import Chunker, Embedder, HybridRetriever, Index, IngestReport
+    from toolcrib.sql.base import ReadOnlySQL
+
 CONFIG_NAME = "toolcrib.toml"
 WORKSPACE_ENV = "TOOLCRIB_WORKSPACE"
 HOME_ENV = "TOOLCRIB_HOME"
 G = TypeVar("G", bound=Gate)
+T = TypeVar("T")
 DEMO_SOURCE = Path(__file__).parent / "demo" / "workspace"
 
 
@@ -89,7 +97,7 @@ def resolve_workspace(path: str | Path | None) -> Path:
     return demo_workspace()
 
 
-def _load_module(path: Path) -> Any:
+def _load_module(path: Path) -> ModuleType:
     name = "toolcrib_ws_" + hashlib.sha256(str(path).encode()).hexdigest()[:10] + "_" + path.stem
     if name in sys.modules:
         return sys.modules[name]
@@ -241,7 +249,7 @@ class Workspace:
             res["retriever"] = _Lazy(self.retriever)
         return res
 
-    def _sql(self) -> Any:
+    def _sql(self) -> ReadOnlySQL:
         cfg = self.config.sql
         if cfg.dsn:
             from toolcrib.sql import PostgresReadOnly
@@ -255,19 +263,20 @@ class Workspace:
 
     # -- documents ----------------------------------------------------------------------------------
 
-    def chunker(self) -> Any:
+    def chunker(self) -> Chunker:
         from toolcrib.retrieval import FixedChunker, ParentChildChunker, StructureChunker
 
-        kinds = {"structure": StructureChunker, "fixed": FixedChunker, "parent_child": ParentChildChunker}
+        kinds: dict[str, type[Chunker]] = {"structure": StructureChunker, "fixed": FixedChunker,
+                                           "parent_child": ParentChildChunker}
         return kinds[self.config.retrieval.chunker]()
 
     @cached_property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         from toolcrib.retrieval import OnnxMiniLMEmbedder
 
         return OnnxMiniLMEmbedder()
 
-    def index(self) -> Any:
+    def index(self) -> Index:
         cfg = self.config.retrieval
         if cfg.index == "pgvector":
             from toolcrib.retrieval import PgVectorIndex
@@ -281,7 +290,7 @@ class Workspace:
         return LanceIndex(self.index_dir)
 
     def ingest(self, paths: list[Path] | None = None, *, reindex: bool = False,
-               progress: Callable[[str, int, int], None] | None = None, index: Any = None) -> Any:
+               progress: Callable[[str, int, int], None] | None = None, index: Index | None = None) -> IngestReport:
         """Bring ``index`` (default: the workspace's) up to date with ``paths`` (default: its documents)."""
         from toolcrib.retrieval import ingest
 
@@ -292,7 +301,7 @@ class Workspace:
         return ingest(targets, index or self.index(), self.embedder, self.chunker(), progress,
                       default_access=self.config.retrieval.default_access, reindex=reindex)
 
-    def retriever(self) -> Any:
+    def retriever(self) -> HybridRetriever:
         """The hybrid retriever over the workspace index; the first use builds the index from the documents."""
         from toolcrib.retrieval import DEFAULT_THRESHOLD, HybridRetriever
 
@@ -306,8 +315,17 @@ class Workspace:
 
     # -- assembling a run -------------------------------------------------------------------------
 
-    def gate(self, *, approvals: Any = None, audit: Any = None, cls: type[G] = Gate) -> G:  # type: ignore[assignment]
-        """The workspace's Gate; ``approvals``/``audit`` replace its stores (an eval run keeps its own)."""
+    @overload
+    def gate(self, *, approvals: ApprovalStore | None = None, audit: AuditStore | None = None) -> Gate: ...
+
+    @overload
+    def gate(self, *, approvals: ApprovalStore | None = None, audit: AuditStore | None = None,
+             cls: type[G]) -> G: ...
+
+    def gate(self, *, approvals: ApprovalStore | None = None, audit: AuditStore | None = None,
+             cls: type[Gate] = Gate) -> Gate:
+        """The workspace's Gate (or ``cls``, a Gate subclass); ``approvals``/``audit`` replace its stores
+        (an eval run keeps its own)."""
         from toolcrib.policy.envelope import SafetyEnvelope
         from toolcrib.policy.scanner import PatternScanner
 
@@ -324,7 +342,7 @@ class Workspace:
         """PostgreSQL for approvals and audit when several servers share them; else SQLite files."""
         return self.config.policy.dsn or os.environ.get("TOOLCRIB_POLICY_DSN") or None
 
-    def approvals(self) -> Any:
+    def approvals(self) -> ApprovalStore:
         from toolcrib.policy.approvals import PostgresApprovalStore, SQLiteApprovalStore
 
         if self.policy_dsn:
@@ -332,7 +350,7 @@ class Workspace:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         return SQLiteApprovalStore(self.state_dir / "approvals.sqlite")
 
-    def audit(self) -> Any:
+    def audit(self) -> AuditStore:
         from toolcrib.policy.audit import PostgresAuditStore, SQLiteAuditStore
 
         if self.policy_dsn:
@@ -348,11 +366,11 @@ class Workspace:
         exporter = JsonlExporter(self.traces_dir)
         return lambda: Tracer([exporter])
 
-    def runner(self, model: Model | None = None, *, mode: str | None = None, gate: Gate | None = None) -> Runner:
+    def runner(self, model: Model | None = None, *, mode: Mode | None = None, gate: Gate | None = None) -> Runner:
         cfg = self.config
         lim = cfg.limits
         settings = RunnerSettings(
-            mode=(mode or cfg.workspace.mode),  # type: ignore[arg-type]
+            mode=mode or cfg.workspace.mode,
             limits=Limits(rounds=lim.rounds, tool_calls=lim.tool_calls, wall_s=lim.wall_s, tokens=lim.tokens),
             require_evidence=cfg.workspace.require_evidence, name=cfg.workspace.name,
             system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens,
@@ -362,12 +380,12 @@ class Workspace:
                       tracer_factory=self.tracer_factory(), runs=RunStore(self.state_dir / "runs"))
 
 
-class _Lazy:
+class _Lazy(Generic[T]):
     """Builds a resource on first attribute access, so runs that never search never load an index."""
 
-    def __init__(self, factory: Callable[[], Any]) -> None:
+    def __init__(self, factory: Callable[[], T]) -> None:
         self._factory = factory
-        self._value: Any = None
+        self._value: T | None = None
 
     def __getattr__(self, name: str) -> Any:
         if self._value is None:

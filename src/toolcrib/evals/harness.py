@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolcrib.agent.runner import Runner
+from toolcrib.agent.runner import Mode, Runner
 from toolcrib.errors import ConfigError, ToolcribError
 from toolcrib.evals import provenance
 from toolcrib.evals.metrics import summarize
@@ -27,6 +27,9 @@ from toolcrib.models.pricing import Price, price_for
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.result import CallOutcome
 from toolcrib.trace.tracer import JsonlExporter, Tracer
+
+if TYPE_CHECKING:
+    from toolcrib.workspace import Workspace
 
 RESULTS_DIR = "evals"
 
@@ -91,22 +94,22 @@ def new_run_id(model: str, mode: str) -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S')}-{mode}-{_slug(model)}"
 
 
-def _skip_reason(q: Question, ws: Any, registry_names: set[str]) -> str:
+def _skip_reason(q: Question, ws: Workspace, registry_names: set[str]) -> str:
     missing = [t for t in q.needs if t not in registry_names]
     if missing:
         return f"tool not registered in this workspace: {', '.join(missing)}"
-    users = getattr(ws.config, "users", {})
+    users = ws.config.users
     if q.user and users and q.user not in users:
         return f"user '{q.user}' is not configured in this workspace"
     return ""
 
 
 def run_set(
-    ws: Any,
+    ws: Workspace,
     model: Model,
     qset: QuestionSet,
     *,
-    mode: str,
+    mode: Mode,
     model_spec: str,
     run_id: str | None = None,
     save: bool = True,
@@ -157,10 +160,11 @@ def run_set(
     return run
 
 
-def _ask(runner: Runner, gate: RecordingGate, ws: Any, q: Question, mode: str, tracers: list[Tracer]) -> QuestionResult:
+def _ask(runner: Runner, gate: RecordingGate, ws: Workspace, q: Question, mode: Mode,
+         tracers: list[Tracer]) -> QuestionResult:
     before = len(tracers)
     try:
-        answer = runner.ask(q.question, ws.principal(q.user), mode=mode)  # type: ignore[arg-type]
+        answer = runner.ask(q.question, ws.principal(q.user), mode=mode)
     except ToolcribError as exc:
         result = QuestionResult(q.id, q.kind, q.user, q.question, attack=q.attack, must_abstain=q.must_abstain,
                                 must_refuse=q.must_refuse, outcome="error", answer="")
@@ -175,17 +179,17 @@ def _ask(runner: Runner, gate: RecordingGate, ws: Any, q: Question, mode: str, t
 
 # -- stored runs ----------------------------------------------------------------------------------
 
-def results_dir(ws: Any) -> Path:
-    return Path(ws.state_dir) / RESULTS_DIR
+def results_dir(ws: Workspace) -> Path:
+    return ws.state_dir / RESULTS_DIR
 
 
-def list_runs(ws: Any) -> list[Path]:
+def list_runs(ws: Workspace) -> list[Path]:
     """Saved run files, oldest first."""
     folder = results_dir(ws)
     return sorted(folder.glob("*.json"), key=lambda p: (p.stat().st_mtime, p.name)) if folder.exists() else []
 
 
-def load_run(ws: Any, ref: str) -> EvalRun:
+def load_run(ws: Workspace, ref: str) -> EvalRun:
     """A saved run by file path, run id, unique prefix, or ``last``/``last-1``."""
     path = Path(ref)
     if not path.is_file():

@@ -9,11 +9,14 @@ import hashlib
 import importlib.metadata
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolcrib.agent import prompts
 from toolcrib.evals.questions import QuestionSet
 from toolcrib.tools.registry import Registry
+
+if TYPE_CHECKING:
+    from toolcrib.workspace import Workspace
 
 
 def _digest(value: Any) -> str:
@@ -54,9 +57,9 @@ def question_set_hash(qset: QuestionSet) -> str:
                      q.forbid_tools, [[e.names, e.arguments] for e in q.expect]] for q in qset.questions])
 
 
-def describe(ws: Any, registry: Registry, qset: QuestionSet, *, model: str, mode: str) -> dict[str, Any]:
+def describe(ws: Workspace, registry: Registry, qset: QuestionSet, *, model: str, mode: str) -> dict[str, Any]:
     """The record of what a run measured, for the result file."""
-    retrieval = ws.config.retrieval.model_dump() if hasattr(ws, "config") else {}
+    retrieval = ws.config.retrieval.model_dump()
     return {
         "model": model,
         "mode": mode,
@@ -64,10 +67,10 @@ def describe(ws: Any, registry: Registry, qset: QuestionSet, *, model: str, mode
         "tool_schemas_hash": tool_schemas_hash(registry),
         "tools": sorted(registry.names()),
         "retrieval": {k: v for k, v in retrieval.items() if k != "dsn"},
-        "index_version": index_version(ws.index_dir) if hasattr(ws, "index_dir") else None,
+        "index_version": index_version(ws.index_dir),
         "question_set": {"name": qset.name, "version": qset.version, "count": len(qset),
                          "hash": question_set_hash(qset)},
         "toolcrib_version": toolcrib_version(),
-        "workspace": getattr(getattr(getattr(ws, "config", None), "workspace", None), "name", ""),
-        "policy_version": getattr(getattr(getattr(ws, "config", None), "policy", None), "version", ""),
+        "workspace": ws.config.workspace.name,
+        "policy_version": ws.config.policy.version,
     }

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
+
+if TYPE_CHECKING:
+    from toolcrib.models.weights import ProgressCallback
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none", "required"]
@@ -92,3 +95,16 @@ class Model(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@runtime_checkable
+class Loadable(Protocol):
+    """The capability of a backend whose weights take long enough to load that a caller loads them up
+    front, showing ``progress(stage, done, total)``, instead of on the first ``complete`` (the embedded
+    local model has it; a remote API does not). Checked with ``isinstance(model, Loadable)``."""
+
+    progress: ProgressCallback | None
+
+    def load(self) -> float:
+        """Load now; return the milliseconds it took (0 when already loaded)."""
+        ...

@@ -13,6 +13,8 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, fields, replace
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -105,31 +107,60 @@ class ApprovalStore(ABC):
 
 
 class _Cursor(Protocol):
-    rowcount: int
+    """What the stores use of a DB-API cursor (``sqlite3.Cursor``, a psycopg cursor)."""
 
-    def execute(self, sql: Any, params: Sequence[Any] = ...) -> Any: ...
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: Any, params: Sequence[Any] = ..., /) -> Any: ...
     def fetchone(self) -> Any: ...
     def fetchall(self) -> list[Any]: ...
 
 
-_COLUMNS = (
-    "id, tool, arguments, requester, tenant, policy_version, resource_version, hash, created_at,"
-    " run_id, trace_id, status, decided_by, reason, decided_at, expires_at, used_at"
-)
+@dataclass(frozen=True)
+class _ProposalRow:
+    """One ``toolcrib_proposals`` row, read by column name. The store selects exactly these columns,
+    in this order (``_COLUMNS``), so a row is built from the tuple either database returns."""
+
+    id: str
+    tool: str
+    arguments: str  # canonical JSON
+    requester: str
+    tenant: str
+    policy_version: str
+    resource_version: str
+    hash: str
+    created_at: float
+    run_id: str
+    trace_id: str
+    status: str
+    decided_by: str
+    reason: str
+    decided_at: float | None
+    expires_at: float | None
+    used_at: float | None
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> _ProposalRow:
+        return cls(*values)
+
+    def proposal(self) -> Proposal:
+        return Proposal(
+            id=self.id, tool=self.tool, arguments=json.loads(self.arguments), requester=self.requester,
+            tenant=self.tenant, policy_version=self.policy_version, resource_version=self.resource_version,
+            hash=self.hash, created_at=self.created_at, run_id=self.run_id, trace_id=self.trace_id,
+            status=self.status, decided_by=self.decided_by, reason=self.reason,
+        )
+
+    def approval(self) -> Approval | None:
+        """The approval recorded on this row; None while pending, once rejected or revoked, and for a
+        row without a decision time or an expiry (never written by ``approve``)."""
+        if self.decided_at is None or self.expires_at is None or self.status in ("pending", "rejected"):
+            return None
+        return Approval(self.id, self.hash, self.decided_by, self.decided_at, self.expires_at, self.used_at)
 
 
-def _proposal(row: Sequence[Any]) -> Proposal:
-    return Proposal(
-        id=row[0], tool=row[1], arguments=json.loads(row[2]), requester=row[3], tenant=row[4],
-        policy_version=row[5], resource_version=row[6], hash=row[7], created_at=row[8],
-        run_id=row[9], trace_id=row[10], status=row[11], decided_by=row[12], reason=row[13],
-    )
-
-
-def _approval(row: Sequence[Any]) -> Approval | None:
-    if row[14] is None or row[11] in ("pending", "rejected"):
-        return None
-    return Approval(row[0], row[7], row[12], row[14], row[15], row[16])
+_COLUMNS = ", ".join(f.name for f in fields(_ProposalRow))
 
 
 class _SQLApprovalStore(ApprovalStore):
@@ -142,7 +173,7 @@ class _SQLApprovalStore(ApprovalStore):
         self._clock = clock
         self.pending_ttl_s = pending_ttl_s
 
-    def _tx(self, write: bool = True) -> Any:
+    def _tx(self, write: bool = True) -> AbstractContextManager[_Cursor]:
         """A context manager: one transaction (serialising writers when ``write``), yielding a cursor."""
         return self._db.tx(write)
 
@@ -152,19 +183,20 @@ class _SQLApprovalStore(ApprovalStore):
     def _lock_key(self, cur: _Cursor, key: str) -> None:
         """Serialise transactions on ``key`` (no-op where the transaction already does)."""
 
-    def _row(self, cur: _Cursor, proposal_id: str, *, lock: bool = False) -> Any:
+    def _row(self, cur: _Cursor, proposal_id: str, *, lock: bool = False) -> _ProposalRow | None:
         suffix = self._for_update if lock else ""
         cur.execute(self._sql(f"SELECT {_COLUMNS} FROM toolcrib_proposals WHERE id = ?{suffix}"),
                     (proposal_id,))
-        return cur.fetchone()
+        row = cur.fetchone()
+        return None if row is None else _ProposalRow.of(row)
 
     def _set(self, cur: _Cursor, proposal_id: str, **values: Any) -> None:
         cols = ", ".join(f"{k} = ?" for k in values)
         cur.execute(self._sql(f"UPDATE toolcrib_proposals SET {cols} WHERE id = ?"),
                     (*values.values(), proposal_id))
 
-    def _pending_expired(self, row: Sequence[Any], now: float) -> bool:
-        return bool(row[11] == "pending" and now >= row[8] + self.pending_ttl_s)
+    def _pending_expired(self, row: _ProposalRow, now: float) -> bool:
+        return row.status == "pending" and now >= row.created_at + self.pending_ttl_s
 
     def propose(
         self,
@@ -186,12 +218,12 @@ class _SQLApprovalStore(ApprovalStore):
             cur.execute(self._sql(f"SELECT {_COLUMNS} FROM toolcrib_proposals WHERE hash = ?"
                                   " AND status IN ('pending', 'approved') ORDER BY created_at"),
                         (digest,))
-            for row in cur.fetchall():
-                if row[11] == "approved" and now < row[15] or (
-                    row[11] == "pending" and not self._pending_expired(row, now)
+            for row in map(_ProposalRow.of, cur.fetchall()):
+                if (row.status == "approved" and row.expires_at is not None and now < row.expires_at) or (
+                    row.status == "pending" and not self._pending_expired(row, now)
                 ):
-                    return _proposal(row)
-                self._set(cur, row[0], status="expired")
+                    return row.proposal()
+                self._set(cur, row.id, status="expired")
             proposal = Proposal(
                 id="prop_" + secrets.token_hex(8), tool=tool, arguments=json.loads(args_json),
                 requester=requester.user_id, tenant=requester.tenant, policy_version=policy_version,
@@ -211,7 +243,7 @@ class _SQLApprovalStore(ApprovalStore):
     def get(self, proposal_id: str) -> Proposal | None:
         with self._tx(write=False) as cur:
             row = self._row(cur, proposal_id)
-        return None if row is None else _proposal(row)
+        return None if row is None else row.proposal()
 
     def pending(self, tenant: str | None = None) -> list[Proposal]:
         cutoff = self._clock() - self.pending_ttl_s
@@ -223,12 +255,12 @@ class _SQLApprovalStore(ApprovalStore):
         with self._tx(write=False) as cur:
             cur.execute(self._sql(query + " ORDER BY created_at, id"), params)
             rows = cur.fetchall()
-        return [_proposal(row) for row in rows]
+        return [_ProposalRow.of(row).proposal() for row in rows]
 
     def approval(self, proposal_id: str) -> Approval | None:
         with self._tx(write=False) as cur:
             row = self._row(cur, proposal_id)
-        return None if row is None else _approval(row)
+        return None if row is None else row.approval()
 
     @staticmethod
     def _decided(status: str) -> ApprovalRefused:
@@ -249,26 +281,27 @@ class _SQLApprovalStore(ApprovalStore):
         if not ttl_s > 0:
             raise ValueError("ttl_s must be positive")
         now = self._clock()
-        refusal: ApprovalRefused | None = None
+        decision: Approval | ApprovalRefused
         with self._tx() as cur:
             row = self._row(cur, proposal_id, lock=True)
             if row is None:
-                refusal = ApprovalRefused("not_found")
-            elif approver.tenant != row[4]:
-                refusal = ApprovalRefused("not_an_approver")
-            elif approver.user_id == row[3] and not allow_self:
-                refusal = ApprovalRefused("self_approval")
+                decision = ApprovalRefused("not_found")
+            elif approver.tenant != row.tenant:
+                decision = ApprovalRefused("not_an_approver")
+            elif approver.user_id == row.requester and not allow_self:
+                decision = ApprovalRefused("self_approval")
             elif self._pending_expired(row, now):
                 self._set(cur, proposal_id, status="expired")
-                refusal = ApprovalRefused("expired")
-            elif row[11] != "pending":
-                refusal = self._decided(row[11])
+                decision = ApprovalRefused("expired")
+            elif row.status != "pending":
+                decision = self._decided(row.status)
             else:
                 self._set(cur, proposal_id, status="approved", decided_by=approver.user_id,
                           decided_at=now, expires_at=now + ttl_s)
-        if refusal is not None:
-            raise refusal
-        return Approval(proposal_id, row[7], approver.user_id, now, now + ttl_s)
+                decision = Approval(proposal_id, row.hash, approver.user_id, now, now + ttl_s)
+        if isinstance(decision, ApprovalRefused):  # raised after the commit, so an expiry is recorded
+            raise decision
+        return decision
 
     def reject(self, proposal_id: str, approver: Principal, reason: str = "") -> None:
         now = self._clock()
@@ -277,10 +310,10 @@ class _SQLApprovalStore(ApprovalStore):
             row = self._row(cur, proposal_id, lock=True)
             if row is None:
                 refusal = ApprovalRefused("not_found")
-            elif approver.tenant != row[4]:
+            elif approver.tenant != row.tenant:
                 refusal = ApprovalRefused("not_an_approver")
-            elif row[11] not in ("pending", "approved"):
-                refusal = self._decided(row[11])
+            elif row.status not in ("pending", "approved"):
+                refusal = self._decided(row.status)
             else:
                 self._set(cur, proposal_id, status="rejected", decided_by=approver.user_id,
                           decided_at=now, reason=reason)
@@ -298,30 +331,31 @@ class _SQLApprovalStore(ApprovalStore):
         now: float | None = None,
     ) -> Approval:
         now = self._clock() if now is None else now
-        refusal: ApprovalRefused | None = None
+        decision: Approval | ApprovalRefused
         with self._tx() as cur:
             row = self._row(cur, proposal_id, lock=True)
+            granted = None if row is None else row.approval()
             if row is None:
-                refusal = ApprovalRefused("not_found")
-            elif row[11] == "pending":
-                refusal = ApprovalRefused("not_approved")
-            elif row[11] != "approved":
-                refusal = self._decided(row[11])
-            elif now >= row[15]:
+                decision = ApprovalRefused("not_found")
+            elif row.status == "pending":
+                decision = ApprovalRefused("not_approved")
+            elif row.status != "approved":
+                decision = self._decided(row.status)
+            elif granted is None or now >= granted.expires_at:  # no recorded expiry counts as expired
                 self._set(cur, proposal_id, status="expired")
-                refusal = ApprovalRefused("expired")
-            elif expected_hash != row[7]:
-                refusal = ApprovalRefused(
-                    _mismatch(_proposal(row), tool, arguments, current_resource_version))
+                decision = ApprovalRefused("expired")
+            elif expected_hash != row.hash:
+                decision = ApprovalRefused(
+                    _mismatch(row.proposal(), tool, arguments, current_resource_version))
             else:
                 cur.execute(self._sql("UPDATE toolcrib_proposals SET status = 'executing', used_at = ?"
                                       " WHERE id = ? AND status = 'approved' AND used_at IS NULL"),
                             (now, proposal_id))
-                if cur.rowcount != 1:  # unreachable while the row lock holds; kept as a guard
-                    refusal = ApprovalRefused("used")
-        if refusal is not None:
-            raise refusal
-        return Approval(proposal_id, row[7], row[12], row[14], row[15], now)
+                # rowcount != 1 is unreachable while the row lock holds; kept as a guard
+                decision = replace(granted, used_at=now) if cur.rowcount == 1 else ApprovalRefused("used")
+        if isinstance(decision, ApprovalRefused):  # raised after the commit, so an expiry is recorded
+            raise decision
+        return decision
 
     def finish(self, proposal_id: str, status: str, result: Mapping[str, Any]) -> None:
         if status not in OUTCOMES:
@@ -332,11 +366,11 @@ class _SQLApprovalStore(ApprovalStore):
             row = self._row(cur, proposal_id, lock=True)
             if row is None:
                 refusal = ApprovalRefused("not_found")
-            elif row[11] in ("executing", "outcome_unknown"):
+            elif row.status in ("executing", "outcome_unknown"):
                 # outcome_unknown may later be reconciled to what really happened
                 self._set(cur, proposal_id, status=status, outcome=result_json,
                           finished_at=self._clock())
-            elif row[11] in ("executed", "failed"):
+            elif row.status in ("executed", "failed"):
                 refusal = ApprovalRefused("used")
             else:
                 refusal = ApprovalRefused("not_approved")
@@ -348,9 +382,12 @@ class _SQLApprovalStore(ApprovalStore):
             cur.execute(self._sql("SELECT status, outcome FROM toolcrib_proposals WHERE id = ?"),
                         (proposal_id,))
             row = cur.fetchone()
-        if row is None or row[0] not in OUTCOMES or row[1] is None:
+        if row is None:
             return None
-        return row[0], json.loads(row[1])
+        status, result_json = row
+        if status not in OUTCOMES or result_json is None:
+            return None
+        return status, json.loads(result_json)
 
     def close(self) -> None:
         self._db.close()

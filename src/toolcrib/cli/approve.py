@@ -1,19 +1,29 @@
-"""What an approver does: see pending proposals with their exact call, approve or reject one."""
+"""``toolcrib approve``: what an approver does. See pending proposals with their exact call, approve
+or reject one; both decisions are recorded in the audit."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import click
+
+from toolcrib.cli._support import controlled, open_workspace, user_option, workspace_option
 from toolcrib.errors import NotPermitted
-from toolcrib.policy.principal import Principal
+
+if TYPE_CHECKING:
+    from toolcrib.policy.principal import Principal
+    from toolcrib.workspace import Workspace
 
 
-def list_pending(ws: Any) -> list[dict[str, Any]]:
+def list_pending(ws: Workspace) -> list[dict[str, Any]]:
     return [{"id": p.id, "tool": p.tool, "arguments": p.arguments, "requester": p.requester, "tenant": p.tenant,
              "resource_version": p.resource_version, "run_id": p.run_id} for p in ws.approvals().pending()]
 
 
-def decide(ws: Any, proposal_id: str, approver: Principal, *, reject: bool = False, reason: str = "") -> dict[str, Any]:
+def decide(ws: Workspace, proposal_id: str, approver: Principal, *, reject: bool = False,
+           reason: str = "") -> dict[str, Any]:
     """Approve or reject one proposal as ``approver``; both are recorded in the audit."""
     store = ws.approvals()
     proposal = store.get(proposal_id)
@@ -38,3 +48,30 @@ def decide(ws: Any, proposal_id: str, approver: Principal, *, reject: bool = Fal
     return {"status": "approved", "proposal_id": proposal_id, "run_id": proposal.run_id,
             "message": f"Approved {proposal.tool}({proposal.arguments}) as {approver.user_id}; "
                        f"valid for {ws.config.policy.approval_ttl_s:g}s, once.{resume}"}
+
+
+@click.command("approve")
+@click.argument("proposal_id", required=False)
+@user_option
+@click.option("--reject", is_flag=True, help="Reject instead of approving.")
+@click.option("--reason", default="", help="Why (recorded in the audit).")
+@click.option("--json", "as_json", is_flag=True)
+@workspace_option
+@controlled
+def approve_cmd(proposal_id: str | None, user: str | None, reject: bool, reason: str, as_json: bool,
+                workspace: Path | None) -> None:
+    """List pending proposals, or approve (or --reject) one as USER."""
+    ws = open_workspace(workspace)
+    if proposal_id is None:
+        rows = list_pending(ws)
+        if as_json:
+            click.echo(json.dumps(rows))
+            return
+        if not rows:
+            click.echo("No proposals are waiting for approval.")
+        for row in rows:
+            click.echo(f"{row['id']}  {row['tool']}({json.dumps(row['arguments'], sort_keys=True)})  "
+                       f"asked by {row['requester']}  resource version {row['resource_version'] or '-'}")
+        return
+    result = decide(ws, proposal_id, ws.principal(user), reject=reject, reason=reason)
+    click.echo(json.dumps(result) if as_json else result["message"])

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
+
+from toolcrib.cli._support import controlled
 from toolcrib.errors import ConfigError
 
 STARTER_TOML = '''# toolcrib workspace. Every key is optional unless marked; `toolcrib tools -w .` checks it.
@@ -79,3 +82,12 @@ def create_starter(path: Path) -> None:
     tools = path / "tools.py"
     if not tools.exists():
         tools.write_text(STARTER_TOOLS, encoding="utf-8")
+
+
+@click.command("init")
+@click.argument("path", type=click.Path(path_type=Path))
+@controlled
+def init_cmd(path: Path) -> None:
+    """Create a commented starter workspace at PATH."""
+    create_starter(path)
+    click.echo(f"Created a starter workspace in {path}. Try: toolcrib tools --workspace {path}")

@@ -9,13 +9,17 @@ import traceback
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import click
 
 from toolcrib.errors import ModelFacingError, ToolcribError
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from toolcrib.workspace import Workspace
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 workspace_option = click.option("--workspace", "-w", "workspace", type=click.Path(path_type=Path), default=None,
                                 help="Workspace folder (default: $TOOLCRIB_WORKSPACE, else the shipped demo).")
@@ -23,14 +27,15 @@ user_option = click.option("--user", "-u", default=None, help="User to act as (f
 
 
 def err(message: str) -> None:
+    """One red line on stderr, prefixed with the program name."""
     click.secho(f"toolcrib: {message}", fg="red", err=True)
 
 
-def controlled(fn: F) -> F:
+def controlled(fn: Callable[P, R]) -> Callable[P, R]:
     """Every failure ends as one clear line and a non-zero status, never a stack trace."""
 
     @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except ModelFacingError as exc:
@@ -48,10 +53,11 @@ def controlled(fn: F) -> F:
             err(f"unexpected error ({type(exc).__name__}: {exc}); set TOOLCRIB_DEBUG=1 for details")
             sys.exit(1)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
-def open_workspace(workspace: Path | None) -> Any:
+def open_workspace(workspace: Path | None) -> Workspace:
+    """The workspace at ``workspace`` (else $TOOLCRIB_WORKSPACE, else the demo); imported on use."""
     from toolcrib.workspace import Workspace
 
     return Workspace.open(workspace)

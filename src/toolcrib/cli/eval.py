@@ -1,19 +1,28 @@
-"""``toolcrib eval`` (run a question set; ``compare``; ``report``) and ``toolcrib stats``."""
+"""``toolcrib eval``: run a question set and score it; ``eval compare`` and ``eval report``."""
 
 from __future__ import annotations
 
 import json
-import webbrowser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 import click
 
-from toolcrib.cli_support import controlled, open_workspace, workspace_option
+from toolcrib.cli._support import controlled, open_workspace, workspace_option
 from toolcrib.errors import ConfigError
 
+if TYPE_CHECKING:
+    from toolcrib.agent.runner import Mode
+    from toolcrib.evals.harness import EvalRun
+    from toolcrib.evals.questions import QuestionSet
+    from toolcrib.evals.scoring import QuestionResult
+    from toolcrib.models.dry import DryModel
+    from toolcrib.workspace import Workspace
 
-def _dry_model(spec: str) -> Any:
+EvalMode = Literal["single", "loop", "both"]
+
+
+def _dry_model(spec: str) -> DryModel:
     from toolcrib.models.dry import DryModel
     from toolcrib.models.pricing import Price
 
@@ -25,7 +34,7 @@ def _dry_model(spec: str) -> Any:
         return DryModel(name, price=Price(0.0, 0.0))
 
 
-def _select(qset: Any, only: tuple[str, ...], limit: int | None) -> Any:
+def _select(qset: QuestionSet, only: tuple[str, ...], limit: int | None) -> QuestionSet:
     from dataclasses import replace
 
     questions = [q for q in qset.questions if not only or q.id in only or q.kind in only
@@ -36,7 +45,8 @@ def _select(qset: Any, only: tuple[str, ...], limit: int | None) -> Any:
 
 
 @click.group("eval", invoke_without_command=True)
-@click.option("--model", "-m", "model_spec", default=None, help="Model spec: local, openai:NAME, scripted:FILE, dry:NAME.")
+@click.option("--model", "-m", "model_spec", default=None,
+              help="Model spec: local, openai:NAME, scripted:FILE, dry:NAME.")
 @click.option("--mode", type=click.Choice(["single", "loop", "both"]), default="single", show_default=True)
 @click.option("--questions", "questions_file", type=click.Path(path_type=Path), default=None,
               help="A question file in the demo set's format (default: the shipped demo set).")
@@ -47,7 +57,7 @@ def _select(qset: Any, only: tuple[str, ...], limit: int | None) -> Any:
 @click.option("--quiet", "-q", is_flag=True, help="No per-question progress lines.")
 @workspace_option
 @click.pass_context
-def eval_group(ctx: click.Context, model_spec: str | None, mode: str, questions_file: Path | None,
+def eval_group(ctx: click.Context, model_spec: str | None, mode: EvalMode, questions_file: Path | None,
                only: tuple[str, ...], limit: int | None, dry: bool, as_json: bool, quiet: bool,
                workspace: Path | None) -> None:
     """Run a question set through the workspace and score it (or: eval compare A B, eval report)."""
@@ -57,7 +67,7 @@ def eval_group(ctx: click.Context, model_spec: str | None, mode: str, questions_
 
 
 @controlled
-def _run_eval(model_spec: str | None, mode: str, questions_file: Path | None, only: tuple[str, ...],
+def _run_eval(model_spec: str | None, mode: EvalMode, questions_file: Path | None, only: tuple[str, ...],
               limit: int | None, dry: bool, as_json: bool, quiet: bool, workspace: Path | None) -> None:
     from toolcrib.evals.harness import run_set
     from toolcrib.evals.questions import load_questions
@@ -65,28 +75,16 @@ def _run_eval(model_spec: str | None, mode: str, questions_file: Path | None, on
     ws = open_workspace(workspace)
     qset = _select(load_questions(questions_file), only, limit)
     spec = model_spec or ws.config.model.spec
-    modes = ["single", "loop"] if mode == "both" else [mode]
+    modes: list[Mode] = ["single", "loop"] if mode == "both" else [mode]
     if dry:
-        model = _dry_model(spec)
-        for m in modes:
-            run_set(ws, model, qset, mode=m, model_spec=model.name, save=False)
-        projection = {"dry": True, "model": spec, "priced_as": model.model, "question_count": len(qset),
-                      "modes": modes, "model_calls": model.calls, "tokens_in": model.tokens_in,
-                      "tokens_out": model.tokens_out, "projected_cost_usd": round(model.projected_cost_usd, 6),
-                      "usd_per_mtok": [model.price.input_usd_per_mtok, model.price.output_usd_per_mtok]}
-        click.echo(f"Projection for {len(qset)} questions x {len(modes)} mode(s) on {model.model}: "
-                   f"{model.calls} model calls, ~{model.tokens_in:,} tokens in, ~{model.tokens_out:,} out "
-                   f"(output assumed at max_tokens), projected cost ${model.projected_cost_usd:.4f}. Nothing was "
-                   "sent to a model.")
-        if as_json:
-            click.echo(json.dumps(projection))
+        _project(ws, spec, qset, modes, as_json)
         return
-    from toolcrib.cli_progress import prepare_model
+    from toolcrib.cli._progress import prepare_model
 
     model = prepare_model(ws, spec, quiet=quiet and as_json)
-    runs = []
+    runs: list[EvalRun] = []
     for m in modes:
-        def progress(r: Any, m: str = m) -> None:
+        def progress(r: QuestionResult, m: str = m) -> None:
             if quiet:
                 return
             verdict = "skip" if r.skipped else ("PASS" if r.passed else "FAIL")
@@ -105,7 +103,26 @@ def _run_eval(model_spec: str | None, mode: str, questions_file: Path | None, on
                                    "modes": {r.provenance["mode"]: r.headline() for r in runs}}, ensure_ascii=False))
 
 
-def _print_summary(run: Any) -> None:
+def _project(ws: Workspace, spec: str, qset: QuestionSet, modes: list[Mode], as_json: bool) -> None:
+    """Run the set against the dry model and print the projected tokens and cost."""
+    from toolcrib.evals.harness import run_set
+
+    model = _dry_model(spec)
+    for m in modes:
+        run_set(ws, model, qset, mode=m, model_spec=model.name, save=False)
+    projection = {"dry": True, "model": spec, "priced_as": model.model, "question_count": len(qset),
+                  "modes": modes, "model_calls": model.calls, "tokens_in": model.tokens_in,
+                  "tokens_out": model.tokens_out, "projected_cost_usd": round(model.projected_cost_usd, 6),
+                  "usd_per_mtok": [model.price.input_usd_per_mtok, model.price.output_usd_per_mtok]}
+    click.echo(f"Projection for {len(qset)} questions x {len(modes)} mode(s) on {model.model}: "
+               f"{model.calls} model calls, ~{model.tokens_in:,} tokens in, ~{model.tokens_out:,} out "
+               f"(output assumed at max_tokens), projected cost ${model.projected_cost_usd:.4f}. Nothing was "
+               "sent to a model.")
+    if as_json:
+        click.echo(json.dumps(projection))
+
+
+def _print_summary(run: EvalRun) -> None:
     from toolcrib.evals.metrics import METRICS
 
     o = run.summary["overall"]
@@ -158,19 +175,6 @@ def report_cmd(runs: tuple[str, ...], out: Path | None, open_it: bool, workspace
     target.write_text(render_html(chosen, history, benchmarks=bench), encoding="utf-8")
     click.echo(str(target))
     if open_it:
+        import webbrowser
+
         webbrowser.open(target.resolve().as_uri())
-
-
-@click.command("stats")
-@click.option("--days", type=int, default=None, help="Only the last N days.")
-@click.option("--json", "as_json", is_flag=True)
-@workspace_option
-@controlled
-def stats_cmd(days: int | None, as_json: bool, workspace: Path | None) -> None:
-    """Per day and per tool: tool calls vs direct answers, refusals, approvals, errors, latency."""
-    from toolcrib.evals.stats import collect, render
-
-    ws = open_workspace(workspace)
-    files = sorted(ws.traces_dir.glob("*.jsonl")) if ws.traces_dir.exists() else []
-    stats = collect(files, days=days)
-    click.echo(json.dumps(stats, ensure_ascii=False) if as_json else render(stats))

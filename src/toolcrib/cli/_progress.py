@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolcrib.models.base import Model
+from toolcrib.models.base import Loadable, Model
+
+if TYPE_CHECKING:
+    from toolcrib.workspace import Workspace
 
 
 class StageProgress:
@@ -30,7 +33,7 @@ class StageProgress:
             if not sys.stderr.isatty():
                 click.echo(f"{label}…", err=True)
                 return
-            self._bar = click.progressbar(length=total, label=label, file=click.get_text_stream("stderr"))
+            self._bar = click.progressbar(length=total, label=label, file=sys.stderr)
         if self._bar is not None:
             self._bar.update(done - self._bar.pos)
 
@@ -41,17 +44,17 @@ class StageProgress:
             self._bar = None
 
 
-def prepare_model(ws: Any, spec: str | None, *, quiet: bool = False) -> Model:
-    """Build the workspace's model; for the local model, assemble and load it now, with progress."""
-    model: Model = ws.model(spec)
-    load = getattr(model, "load", None)
-    if load is None:
+def prepare_model(ws: Workspace, spec: str | None, *, quiet: bool = False) -> Model:
+    """Build the workspace's model; a ``Loadable`` one (the local model) is assembled and loaded now,
+    with progress."""
+    model = ws.model(spec)
+    if not isinstance(model, Loadable):
         return model
     progress = StageProgress({"assemble": "Assembling the model file (first use only)",
                               "verify": "Verifying the model file"}, quiet=quiet)
-    model.progress = progress  # type: ignore[attr-defined]
+    model.progress = progress
     if not quiet:
         click.echo("Loading the local model…", err=True)
-    load()
+    model.load()
     progress.finish()
     return model
