@@ -19,7 +19,7 @@ def tools_cmd(user: str | None, as_json: bool, workspace: Path | None) -> None:
     """List the tools offered to a user, with their effect class."""
     ws = open_workspace(workspace)
     principal = ws.principal(user)
-    offered = ws.registry.offered(principal, ws.policy)
+    offered = ws.registry.offer(principal, ws.policy).tools
     if as_json:
         click.echo(json.dumps([{"name": t.name, "effect": t.effect.value, "description": t.description,
                                 "parameters": t.parameters} for t in offered]))

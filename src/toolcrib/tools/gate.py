@@ -27,7 +27,7 @@ from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import proposal_hash
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding
-from toolcrib.tools.registry import Registry
+from toolcrib.tools.registry import Offer, Registry
 from toolcrib.tools.result import CallOutcome, Status, error_payload, ok_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.trace.events import DecidedBy, EventKind
@@ -53,21 +53,6 @@ class CallContext:
 
     def tool_context(self) -> ToolContext:
         return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id)
-
-
-@dataclass(frozen=True)
-class Offer:
-    """The tools one principal is offered at one point of a run, and those withheld, with why."""
-
-    tools: tuple[Tool, ...]
-    withheld: Mapping[str, str] = field(default_factory=dict)
-
-    def __contains__(self, name: object) -> bool:
-        return any(t.name == name for t in self.tools)
-
-    @property
-    def names(self) -> list[str]:
-        return [t.name for t in self.tools]
 
 
 @dataclass
@@ -105,15 +90,8 @@ class Gate:
     # -- the checks, in order ---------------------------------------------------------------------
 
     def offer(self, principal: Principal, grounding: Grounding | None = None) -> Offer:
-        """What ``principal`` may be offered: the tools the policy offers them, less (given the run's
-        ``grounding``) those whose required identifier the run has not seen, which could only be
-        called with an invented one. The runner shows the model this; ``admit`` refuses the rest."""
-        tools = self.registry.offered(principal, self.policy)
-        if grounding is None:
-            return Offer(tuple(tools))
-        withheld = {t.name: f"it needs {' or '.join(t.identifiers)}, which the request and tool results do not name"
-                    for t in tools if not t.reachable(grounding)}
-        return Offer(tuple(t for t in tools if t.name not in withheld), withheld)
+        """What ``principal`` may be offered now (see ``Registry.offer``); ``admit`` refuses the rest."""
+        return self.registry.offer(principal, self.policy, grounding)
 
     def admit(self, call: ToolCall, cctx: CallContext) -> tuple[Tool, dict[str, Any]]:
         """Allowlist, offer, parse, strict validation, grounding and authorization. Raises ModelFacingError."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import ToolSpec
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
+from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.tool import Tool
 
 
@@ -40,9 +42,32 @@ class Registry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def offered(self, principal: Principal, policy: Policy) -> list[Tool]:
-        """The tools ``policy`` offers ``principal``, in registration order."""
-        return [t for t in self._tools.values() if policy.offers(principal, t)]
+    def offer(self, principal: Principal, policy: Policy, grounding: Grounding | None = None) -> Offer:
+        """What ``principal`` may be offered, in registration order: the tools ``policy`` offers them,
+        less (given the run's ``grounding``) those whose required identifier the run has not seen,
+        which could only be called with an invented one. The runner shows the model this offer and
+        the gate refuses anything outside it, so both decide from this one computation."""
+        tools = [t for t in self._tools.values() if policy.offers(principal, t)]
+        if grounding is None:
+            return Offer(tuple(tools))
+        withheld = {t.name: f"it needs {' or '.join(t.identifiers)}, which the request and tool results do not name"
+                    for t in tools if not t.reachable(grounding)}
+        return Offer(tuple(t for t in tools if t.name not in withheld), withheld)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The tools one principal is offered at one point of a run, and those withheld, with why."""
+
+    tools: tuple[Tool, ...]
+    withheld: Mapping[str, str] = field(default_factory=dict)
+
+    def __contains__(self, name: object) -> bool:
+        return any(t.name == name for t in self.tools)
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools]
 
 
 def tool_specs(tools: Iterable[Tool]) -> list[ToolSpec]:
