@@ -146,7 +146,8 @@ def beir(data: Path, split: str, limit: int | None, work: Path, chunk_chars: int
             scores[name][1].append(recall_at_100(ranked, qrels[qid]))
 
     figures: dict[str, float | int | str] = {
-        "split": split, "chunk_chars": chunk_chars, "queries": len(queries), "documents": len(corpus), "chunks": report.chunks_written,
+        "split": split, "chunk_chars": chunk_chars, "queries": len(queries), "documents": len(corpus),
+        "chunks": report.chunks_written,
         "ingest_chunks_per_s": round(report.chunks_written / report.seconds, 1),
         "ingest_docs_per_s": round(len(corpus) / report.seconds, 1),
         "ingest_s": round(report.seconds, 1), "embed_s": round(report.embed_seconds, 1),
@@ -198,9 +199,9 @@ def scale(n: int, work: Path, queries: int = 200) -> dict[str, float | int | str
     for vector in probes[:10]:
         index.search_dense(vector, ["support"], 10)  # warm the caches
     for k, vector in enumerate(probes):
-        for name, call in (("dense", lambda: index.search_dense(vector, ["*"], 10)),
-                           ("dense_acl", lambda: index.search_dense(vector, ["support"], 10)),
-                           ("text_acl", lambda: index.search_text(f"term{k} term{k * 7}", ["support"], 10))):
+        for name, call in (("dense", lambda v=vector: index.search_dense(v, ["*"], 10)),
+                           ("dense_acl", lambda v=vector: index.search_dense(v, ["support"], 10)),
+                           ("text_acl", lambda k=k: index.search_text(f"term{k} term{k * 7}", ["support"], 10))):
             started = time.perf_counter()
             call()
             timings[name].append(time.perf_counter() - started)

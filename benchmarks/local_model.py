@@ -62,7 +62,8 @@ PROMPTS: list[tuple[str, str | None, dict[str, str]]] = [
     ("What is 2+2? Answer directly", None, {}),
     ("Hello! Who are you?", None, {}),
     ("Find the torque spec for the M8 bolts in the pump manual.", "search_documents", {}),
-    ("Is stock of HLV-2205 available in Rotterdam?", "check_stock", {"part_number": "HLV-2205", "warehouse": "Rotterdam"}),
+    ("Is stock of HLV-2205 available in Rotterdam?", "check_stock",
+     {"part_number": "HLV-2205", "warehouse": "Rotterdam"}),
     ("When will order 2026-55-A arrive?", "get_order_status", {"order_id": "2026-55-A"}),
 ]
 
@@ -146,7 +147,7 @@ def _ask_one(ws: Workspace, model: _Recording, question: str, must: tuple[str, .
         "model_calls": [{"tokens_in": c.tokens_in, "evaluated": e[0], "tokens_out": c.tokens_out,
                          "s": round(c.ms / 1000, 2), "eval_s": round(e[1] / 1000, 2),
                          "tool": c.tool_calls[0].name if c.tool_calls else None}
-                        for c, e in zip(calls, model.evaluated[before:])],
+                        for c, e in zip(calls, model.evaluated[before:], strict=True)],
         "evaluated": sum(e[0] for e in model.evaluated[before:]),
         "model_s": round(sum(c.ms for c in calls) / 1000, 2),
         "tokens_in": sum(c.tokens_in for c in calls),
@@ -186,7 +187,7 @@ def demo(settings: dict[str, Any], fresh: bool, in_process: bool) -> dict[str, A
     from toolcrib.workspace import Workspace
 
     ws = Workspace.open(None)
-    ws.database  # build the demo database outside the timings
+    _ = ws.database  # build the demo database outside the timings
     figures: dict[str, Any] = {"load_avg_1m": round(os.getloadavg()[0], 2), "settings": settings}
     if fresh:
         print("-- fresh process per question (like `toolcrib ask`)")

@@ -12,10 +12,23 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from toolcrib import (CallContext, Effect, Gate, GroupPolicy, Identifier, Principal, Registry, Runner, RunnerSettings,
-                      ScriptedModel, ToolCall, ToolContext, Tracer, tool)
+from toolcrib import (
+    CallContext,
+    Effect,
+    Gate,
+    GroupPolicy,
+    Identifier,
+    Principal,
+    Registry,
+    Runner,
+    RunnerSettings,
+    ScriptedModel,
+    ToolCall,
+    ToolContext,
+    Tracer,
+    tool,
+)
 from toolcrib.agent.runs import RunStore
-from toolcrib.errors import ModelFacingError
 from toolcrib.policy import ApprovalRefused, SafetyEnvelope, SQLiteApprovalStore, SQLiteAuditStore
 from toolcrib.tools.grounding import Grounding
 
@@ -70,7 +83,8 @@ def setup(tmp_path: Path) -> tuple[Gate, SQLiteApprovalStore, SQLiteAuditStore, 
 
 
 def reserve_run(gate: Gate, runs: RunStore, quantity: int = 3) -> tuple[Runner, Any]:
-    model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "F2", "quantity": quantity}}]},
+    model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock",
+                                            "arguments": {"part_number": "F2", "quantity": quantity}}]},
                            f"Reserved {quantity} F2 filters [reserve_stock#1].",
                            f"Reserved {quantity} F2 filters [reserve_stock#1]."])  # a replayed resume asks again
     runner = Runner(model, gate, RunnerSettings(), runs=runs)
@@ -82,7 +96,8 @@ def test_lookup_then_reserve_proposes_and_stock_stays_until_approved(setup: Any)
     runner, paused = reserve_run(gate, runs)
     assert paused.outcome == "paused" and STOCK["F2"] == 5 and RUNS == []
     proposal = approvals.pending()[0]
-    assert (proposal.tool, proposal.arguments, proposal.requester) == ("reserve_stock", {"part_number": "F2", "quantity": 3}, "alice")
+    assert (proposal.tool, proposal.arguments, proposal.requester) == \
+        ("reserve_stock", {"part_number": "F2", "quantity": 3}, "alice")
     assert proposal.id in paused.text and "toolcrib approve" in paused.text
     approvals.approve(proposal.id, ADA)
     done = runner.resume(paused.run_id, ALICE)
@@ -105,7 +120,7 @@ def test_a_replayed_resume_does_not_run_the_write_twice(setup: Any) -> None:
 
 def test_concurrent_resumes_execute_exactly_once(setup: Any) -> None:
     gate, approvals, _, runs = setup
-    _, paused = reserve_run(gate, runs)
+    _, _paused = reserve_run(gate, runs)
     pid = approvals.pending()[0].id
     approvals.approve(pid, ADA)
     call = ToolCall(id="c", name="reserve_stock", arguments={"part_number": "F2", "quantity": 3})
@@ -179,7 +194,7 @@ def test_another_user_cannot_use_or_read_someone_elses_proposal(setup: Any) -> N
 
 
 def test_negative_quantity_is_rejected_by_validation_before_any_proposal(setup: Any) -> None:
-    gate, approvals, audit, runs = setup
+    gate, approvals, _audit, runs = setup
     _, answer = reserve_run(gate, runs, quantity=-3)
     assert answer.refused[0]["error"]["code"] == "invalid_arguments"
     assert approvals.pending() == [] and RUNS == []

@@ -157,7 +157,8 @@ def test_a_broken_config_names_the_file_and_the_key(tmp_path: Path) -> None:
 def test_unknown_user_and_missing_scripted_file_are_clear_errors(ws: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["tools", "--workspace", str(ws), "--user", "mallory"])
     assert result.exit_code == 2 and "unknown user 'mallory'" in result.output
-    result = CliRunner().invoke(main, ["ask", "hi", "--workspace", str(ws), "--model", f"scripted:{tmp_path}/nope.yaml"])
+    result = CliRunner().invoke(main, ["ask", "hi", "--workspace", str(ws),
+                                       "--model", f"scripted:{tmp_path}/nope.yaml"])
     assert result.exit_code == 2 and "cannot read scripted replies" in result.output
 
 
@@ -171,7 +172,8 @@ def test_console_script_runs_as_a_real_process(ws: Path, tmp_path: Path) -> None
 
 
 def test_reserve_is_proposed_approved_by_another_user_then_resumed_once(ws: Path, tmp_path: Path) -> None:
-    model = script(tmp_path, [call("reserve_stock", part_number="F2", quantity=3), "Reserved 3 F2 filters [reserve_stock#1].",
+    model = script(tmp_path, [call("reserve_stock", part_number="F2", quantity=3),
+                              "Reserved 3 F2 filters [reserve_stock#1].",
                               "Reserved 3 F2 filters [reserve_stock#1]."])
     paused = ask_json(ws, "Please reserve 3 F2 filters", model)
     assert paused["outcome"] == "paused" and stock_of(ws, "F2") == 5
@@ -179,13 +181,15 @@ def test_reserve_is_proposed_approved_by_another_user_then_resumed_once(ws: Path
     assert [(p["tool"], p["arguments"]) for p in pending] == [("reserve_stock", {"part_number": "F2", "quantity": 3})]
     pid = pending[0]["id"]
     # the requester may not approve their own write, and a support agent is no approver
-    assert "may not approve" in CliRunner().invoke(main, ["approve", pid, "--workspace", str(ws), "--user", "alice"]).output
+    assert "may not approve" in CliRunner().invoke(main, ["approve", pid, "--workspace", str(ws),
+                                                          "--user", "alice"]).output
     assert stock_of(ws, "F2") == 5
     out = toolcrib("approve", pid, "--workspace", str(ws), "--user", "ada")
     assert "Approved reserve_stock" in out and paused["run_id"] in out
     done = json.loads(toolcrib("ask", "--resume", paused["run_id"], "--model", model, "--workspace", str(ws), "--json"))
     assert done["outcome"] == "answered" and stock_of(ws, "F2") == 2
-    again = json.loads(toolcrib("ask", "--resume", paused["run_id"], "--model", model, "--workspace", str(ws), "--json"))
+    again = json.loads(toolcrib("ask", "--resume", paused["run_id"], "--model", model, "--workspace", str(ws),
+                                "--json"))
     assert again["executed"][0]["status"] == "ok" and stock_of(ws, "F2") == 2  # recorded outcome, not a second run
     assert "audit chain OK" in toolcrib("audit", "verify", "--workspace", str(ws))
     shown = toolcrib("audit", "show", "--workspace", str(ws))

@@ -73,7 +73,8 @@ def test_an_hr_question_from_a_support_agent_finds_nothing_of_the_hr_document(ws
 
 def test_the_hr_manager_gets_the_hr_document(ws: Path, tmp_path: Path) -> None:
     answer = ask(ws, tmp_path, "What are the 2026 salary pay bands?",
-                 [search("2026 salary pay bands"), "The bands are in the handbook [hr-pay-and-conduct#1]."], user="hana")
+                 [search("2026 salary pay bands"), "The bands are in the handbook [hr-pay-and-conduct#1]."],
+                 user="hana")
     assert not answer["abstained"]
     assert any(c["id"].startswith("hr-pay-and-conduct#") for c in answer["citations"]) or \
         "hr-pay-and-conduct" in json.dumps(answer)

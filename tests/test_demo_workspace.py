@@ -243,6 +243,7 @@ def test_workspace_config_is_consistent(db: Path) -> None:
     ("A customer opened a product. Can I return it?", set()),
     ("Move EVT-501 to 14:00 and hold BK-102", {"draft_calendar_change", "apply_calendar_change", "place_hold"}),
 ])
-def test_a_lookup_is_reachable_only_when_the_question_names_an_id_of_its_shape(question: str, offered: set[str]) -> None:
+def test_a_lookup_is_reachable_only_when_the_question_names_an_id_of_its_shape(question: str,
+                                                                               offered: set[str]) -> None:
     reachable = {name for name, t in TOOLS.items() if t.identifiers and t.reachable(Grounding(question))}
     assert reachable == offered

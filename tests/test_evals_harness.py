@@ -208,7 +208,7 @@ def test_cli_json_summary_compare_and_report(ws: Workspace, tmp_path: Path) -> N
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(GOOD))
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump([call("search_docs", query="price"), "It costs $52 [faq#1]."] + GOOD[2:]))
+    bad.write_text(yaml.safe_dump([call("search_docs", query="price"), "It costs $52 [faq#1].", *GOOD[2:]]))
     cli = CliRunner()
     args = ["eval", "-w", str(ws.root), "--questions", str(ws.root / "questions.yaml"), "--json", "-q"]
     first = cli.invoke(main, [*args, "--model", f"scripted:{good}"])
@@ -239,7 +239,8 @@ def test_dry_projection_prices_the_whole_set_without_a_model(ws: Workspace) -> N
                                     "--model", "openai:gpt-4o-mini", "--mode", "both", "--dry", "--json"])
     assert out.exit_code == 0, out.output
     projection = json.loads(out.output.strip().splitlines()[-1])
-    assert projection["tokens_in"] > 0 and projection["projected_cost_usd"] > 0 and projection["modes"] == ["single", "loop"]
+    assert projection["tokens_in"] > 0 and projection["projected_cost_usd"] > 0 and \
+        projection["modes"] == ["single", "loop"]
 
 
 def test_the_demo_set_covers_every_kind_and_attack() -> None:

@@ -24,7 +24,8 @@ def write_trace(folder: Path, name: str, day: str, *, tool: str | None, refused:
         events += [Event(EventKind.MODEL_DECISION, "model", status="tool_calls", at=at("01.000")),
                    Event(EventKind.CALL_PROPOSED, "model", tool=tool, call_id="c1", at=at("01.000"))]
         if refused:
-            events.append(Event(EventKind.CALL_REFUSED, "policy", tool=tool, error_code="not_permitted", at=at("01.100")))
+            events.append(Event(EventKind.CALL_REFUSED, "policy", tool=tool, error_code="not_permitted",
+                                at=at("01.100")))
         elif held:
             events.append(Event(EventKind.CALL_HELD, "policy", tool=tool, proposal_id="p1", at=at("01.100")))
         elif error:

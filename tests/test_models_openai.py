@@ -7,7 +7,6 @@ GGUF.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -139,9 +138,8 @@ def test_401_is_not_retried_and_does_not_leak_the_key(server: FakeChatServer) ->
     key = "sk-proj-SECRETabcdefghijklmnop1234"
     server.queue(error_reply(401, f"Incorrect API key provided: {key}. You can find your API key at "
                              "https://platform.openai.com/account/api-keys.", code="invalid_api_key"))
-    with _model(server, api_key=key) as model:
-        with pytest.raises(ModelUnavailable) as caught:
-            model.complete(ASK)
+    with _model(server, api_key=key) as model, pytest.raises(ModelUnavailable) as caught:
+        model.complete(ASK)
     message = str(caught.value)
     assert key not in message and "SECRET" not in message
     assert "HTTP 401" in message and "OPENAI_API_KEY" in message
@@ -151,9 +149,9 @@ def test_401_is_not_retried_and_does_not_leak_the_key(server: FakeChatServer) ->
 
 def test_400_says_what_the_server_said(server: FakeChatServer) -> None:
     server.queue(error_reply(404, "The model `gpt-9` does not exist", code="model_not_found"))
-    with _model(server) as model:
-        with pytest.raises(ModelUnavailable, match=r"HTTP 404.*check the model name.*does not exist"):
-            model.complete(ASK)
+    with _model(server) as model, pytest.raises(ModelUnavailable,
+                                                match=r"HTTP 404.*check the model name.*does not exist"):
+        model.complete(ASK)
     assert len(server.requests) == 1
 
 
@@ -162,7 +160,8 @@ def test_conversation_with_tool_results_has_the_documented_shape(server: FakeCha
     call = ToolCall(id="call_abc", name="lookup_part", arguments={"sku": "BRK-220"})
     broken = ToolCall(id="call_def", name="get_order_status", arguments={}, raw_arguments='{"order_id": ',
                       parse_error="invalid JSON")
-    history = ASK + [
+    history = [
+        *ASK,
         Message("assistant", "", tool_calls=(call, broken)),
         Message("tool", '{"ok": true, "result": {"sku": "BRK-220", "on_hand": 14}}', tool_call_id="call_abc"),
         Message("tool", '{"ok": false, "error": {"code": "invalid_arguments", "message": "bad JSON"}}',
@@ -189,16 +188,15 @@ def test_conversation_with_tool_results_has_the_documented_shape(server: FakeCha
 
 def test_server_rejects_a_tool_message_without_its_call(server: FakeChatServer) -> None:
     # The fake checks the protocol like a real server: an orphan tool result is a 400, not retried.
-    with _model(server) as model:
-        with pytest.raises(ModelUnavailable, match=r"HTTP 400.*role 'tool'"):
-            model.complete(ASK + [Message("tool", "{}", tool_call_id="call_nowhere")])
+    with _model(server) as model, pytest.raises(ModelUnavailable, match=r"HTTP 400.*role 'tool'"):
+        model.complete([*ASK, Message("tool", "{}", tool_call_id="call_nowhere")])
 
 
 def test_slow_server_times_out_without_retrying(server: FakeChatServer) -> None:
     server.queue(Reply(200, chat_reply(content="late").body, delay_s=3.0))
-    with _model(server, timeout_s=0.3) as model:
-        with pytest.raises(ModelUnavailable, match=r"did not answer within 0.3 s .*timeout_s"):
-            model.complete(ASK)
+    with _model(server, timeout_s=0.3) as model, pytest.raises(ModelUnavailable,
+                                                               match=r"did not answer within 0.3 s .*timeout_s"):
+        model.complete(ASK)
     assert len(server.requests) == 1
 
 

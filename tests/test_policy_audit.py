@@ -3,6 +3,7 @@ in order across processes; on a real SQLite file and a real PostgreSQL."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import signal
@@ -17,7 +18,11 @@ from typing import Any
 import pytest
 
 from toolcrib.policy.audit import (
-    GENESIS_HASH, AuditStore, PostgresAuditStore, SQLiteAuditStore, redact_arguments,
+    GENESIS_HASH,
+    AuditStore,
+    PostgresAuditStore,
+    SQLiteAuditStore,
+    redact_arguments,
 )
 
 DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=3"
@@ -77,7 +82,7 @@ def test_records_form_a_chain_that_verifies(backend: Backend) -> None:
         records = list(store.records())
         assert [r.seq for r in records] == [1, 2, 3, 4, 5]
         assert records[0].prev_hash == GENESIS_HASH
-        assert all(b.prev_hash == a.hash for a, b in zip(records, records[1:]))
+        assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(records))
         assert records[2].detail == {"i": 2, "qty": 3, "note": "Grüße"}
         assert store.verify().ok and store.verify().count == 5
         assert store.head() == (5, records[-1].hash)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,8 @@ def test_markdown_front_matter_sections_and_access(tmp_path: Path) -> None:
 
 
 def test_text_with_toml_sidecar_and_workspace_default_access(tmp_path: Path) -> None:
-    (tmp_path / "terms.txt").write_text("1. Scope\n\nThese terms apply.\n\n8.3 Late delivery\n\nTwo percent per week.\n")
+    (tmp_path / "terms.txt").write_text("1. Scope\n\nThese terms apply.\n\n"
+                                        "8.3 Late delivery\n\nTwo percent per week.\n")
     (tmp_path / "terms.txt.meta.toml").write_text('doc_id = "terms"\nversion = "2"\naccess = ["support", "admin"]\n')
     (tmp_path / "open.txt").write_text("Anyone may read this.\n")
     result = load_documents([tmp_path], default_access=["staff"])
@@ -133,7 +135,8 @@ def test_structure_chunker_never_splits_a_sentence() -> None:
     from toolcrib.retrieval.documents import Block, Document, DocumentMeta
 
     sentences = [f"Sentence number {i} talks about clause {i}.{i} and ends here." for i in range(40)]
-    doc = Document(DocumentMeta("d", "D", "d.md", "h"), (Block("heading", "Long", 1), Block("paragraph", " ".join(sentences))))
+    doc = Document(DocumentMeta("d", "D", "d.md", "h"),
+                   (Block("heading", "Long", 1), Block("paragraph", " ".join(sentences))))
     chunks = StructureChunker(max_chars=300).chunk(doc)
     assert len(chunks) > 5
     for chunk in chunks:
@@ -149,7 +152,7 @@ def test_fixed_chunker_overlaps_and_parent_child_returns_the_section() -> None:
     doc = Document(DocumentMeta("d", "D", "d.txt", "h"), (Block("paragraph", words),))
     chunks = FixedChunker(size=200, overlap=50).chunk(doc)
     assert len(chunks) > 5
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in itertools.pairwise(chunks):
         assert a.text.split()[-1] in b.text.split()[:15]  # the tail of one starts the next
     assert chunks[0].text.startswith("w0 ") and chunks[-1].text.endswith("w399")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolcrib.errors import ConfigError
+from toolcrib.errors import ConfigError, OperatorError
 from toolcrib.retrieval import (
     Chunk,
     DocumentMeta,
@@ -159,7 +159,7 @@ def test_a_failed_apply_leaves_the_previous_state(pg_dsn: str, embedder: OnnxMin
         index.apply(IndexChanges(settings=settings, chunks=[Chunk(meta, "c1", "kept text")], vectors=vector,
                                  replace=["keep"]))
         bad = np.full((1, 384), np.nan, dtype=np.float32)  # pgvector rejects NaN: the COPY fails mid-way
-        with pytest.raises(Exception):
+        with pytest.raises(OperatorError, match="PostgreSQL index failed"):
             index.apply(IndexChanges(settings=settings, chunks=[Chunk(meta, "c1", "new text")], vectors=bad,
                                      replace=["keep"], delete=["keep"]))
         assert [h.chunk.text for h in index.search_exact("text", ["*"], 5)] == ["kept text"]

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -36,7 +37,8 @@ CORPUS = {
     "leave-v1.md": "---\ndoc_id: leave-v1\ntitle: Leave policy 1.0\nfamily: leave\nversion: '1.0'\n"
                    "effective_date: 2024-01-01\n---\n# Leave\n\nStaff get 25 days of annual leave.\n",
     "parts.md": "# Spare parts\n\n## Probes\n\n| Part | Name | Price |\n|---|---|---|\n"
-                "| HLV-2250 | High-voltage probe, 20 kV | $310.00 |\n| HLV-2205 | High-voltage lead set, 5 kV | $42.50 |\n",
+                "| HLV-2250 | High-voltage probe, 20 kV | $310.00 |\n"
+                "| HLV-2205 | High-voltage lead set, 5 kV | $42.50 |\n",
     "probe-care.md": "# Probe care\n\nHigh-voltage leads and probes such as the HLV-2250 should be inspected before "
                      "every use. Replace a lead with cracked insulation.\n",
     "orders.md": "# Order notes\n\n## Harrier\n\nORD-10010 shipped by air on 3 November.\n\n"
@@ -239,7 +241,7 @@ def test_vector_search_failures_carry_no_internals() -> None:
 # -- OpenAI-compatible embedder ----------------------------------------------------------------------
 
 class _EmbeddingsHandler(BaseHTTPRequestHandler):
-    requests: list[dict[str, object]] = []
+    requests: ClassVar[list[dict[str, object]]] = []
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -9,7 +9,20 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from toolcrib import CallContext, Effect, EventKind, Gate, GateSettings, GroupPolicy, Identifier, Principal, Registry, ToolCall, Tracer, tool
+from toolcrib import (
+    CallContext,
+    Effect,
+    EventKind,
+    Gate,
+    GateSettings,
+    GroupPolicy,
+    Identifier,
+    Principal,
+    Registry,
+    ToolCall,
+    Tracer,
+    tool,
+)
 from toolcrib.models.scripted import parse_arguments
 from toolcrib.tools.grounding import Grounding
 
@@ -27,7 +40,8 @@ def lookup_part(part_number: Annotated[str, Identifier()]) -> dict[str, Any]:
 
 
 @tool(effect=Effect.WRITE)
-def reserve_stock(part_number: Annotated[str, Identifier()], quantity: Annotated[int, Field(gt=0, le=100)]) -> dict[str, Any]:
+def reserve_stock(part_number: Annotated[str, Identifier()],
+                  quantity: Annotated[int, Field(gt=0, le=100)]) -> dict[str, Any]:
     """Reserve units of a part."""
     CALLS.append(f"reserve {part_number} {quantity}")
     return {"reserved": quantity}
@@ -71,8 +85,10 @@ def live_read_temperature(channel: str) -> float:
     return 25.0
 
 
-REGISTRY = Registry([lookup_part, reserve_stock, slow_lookup, flaky_lookup, crashing_tool, big_lookup, live_read_temperature])
-POLICY = GroupPolicy({"support": ["lookup_part", "reserve_stock", "slow_lookup", "flaky_lookup", "crashing_tool", "big_lookup"],
+REGISTRY = Registry([lookup_part, reserve_stock, slow_lookup, flaky_lookup, crashing_tool, big_lookup,
+                     live_read_temperature])
+POLICY = GroupPolicy({"support": ["lookup_part", "reserve_stock", "slow_lookup", "flaky_lookup", "crashing_tool",
+                                  "big_lookup"],
                       "lab": ["*"]})
 ALICE = Principal("alice", tenant="t1", groups=frozenset({"support"}))
 
@@ -171,7 +187,8 @@ def test_idempotent_reads_are_retried_and_internals_never_reach_the_model() -> N
     assert outcome.ok and FLAKY["n"] == 3
     assert cctx.tracer.count(EventKind.CALL_RETRIED) == 2
     outcome, cctx = run(call("crashing_tool", query="q"))
-    assert outcome.payload == {"ok": False, "error": {"code": "tool_failed", "message": outcome.payload["error"]["message"]}}
+    assert outcome.payload == {"ok": False,
+                               "error": {"code": "tool_failed", "message": outcome.payload["error"]["message"]}}
     assert "secret" not in outcome.payload["error"]["message"] and "/srv" not in outcome.payload["error"]["message"]
     failed = next(e for e in cctx.tracer.events if e.kind == EventKind.CALL_FAILED)
     assert "RuntimeError" in failed.detail["internal"] and failed.error_code == "tool_failed"  # operators see it
@@ -211,7 +228,8 @@ def test_independent_reads_run_in_parallel() -> None:
 
     gate = Gate(Registry([wait_a_bit]), GroupPolicy({"support": ["*"]}))
     cctx = CallContext(ALICE, Tracer())
-    outcomes = asyncio.run(gate.run_many([ToolCall(id=str(i), name="wait_a_bit", arguments={"n": i}) for i in range(4)], cctx))
+    outcomes = asyncio.run(gate.run_many([ToolCall(id=str(i), name="wait_a_bit", arguments={"n": i}) for i in range(4)],
+                                         cctx))
     assert [o.payload["data"] for o in outcomes] == [0, 1, 2, 3]
     assert running["max"] == 4  # all four were in flight at once
 
@@ -222,7 +240,8 @@ def test_an_oversized_structured_result_keeps_its_shape() -> None:
         """Returns many long passages."""
         return {"sufficient": True, "passages": [{"citation": f"doc#{i}", "text": "word " * 400} for i in range(10)]}
 
-    gate = Gate(Registry([many_passages]), GroupPolicy({"support": ["*"]}), settings=GateSettings(max_result_chars=3000))
+    gate = Gate(Registry([many_passages]), GroupPolicy({"support": ["*"]}),
+                settings=GateSettings(max_result_chars=3000))
     outcome = asyncio.run(gate.run(call("many_passages", query="q"), CallContext(ALICE, Tracer())))
     data = outcome.payload["data"]
     assert outcome.payload["truncated"] is True and data["sufficient"] is True
@@ -253,7 +272,8 @@ def test_a_shaped_identifier_must_match_its_shape_and_a_bad_shape_fails_at_decla
 
 def test_a_tool_is_reachable_only_when_each_required_identifier_can_be_grounded() -> None:
     @tool
-    def order_line(order_id: Annotated[str, Identifier(shape=r"ORD-\d+")], sku: Annotated[str, Identifier()] = "") -> dict[str, Any]:
+    def order_line(order_id: Annotated[str, Identifier(shape=r"ORD-\d+")],
+                   sku: Annotated[str, Identifier()] = "") -> dict[str, Any]:
         """One line of an order."""
         return {}
 

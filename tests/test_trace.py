@@ -9,8 +9,21 @@ from typing import Annotated, Any
 
 import pytest
 
-from toolcrib import (Effect, Event, EventKind, Gate, GroupPolicy, Identifier, JsonlExporter, Principal, Registry,
-                      Runner, ScriptedModel, Tracer, tool)
+from toolcrib import (
+    Effect,
+    Event,
+    EventKind,
+    Gate,
+    GroupPolicy,
+    Identifier,
+    JsonlExporter,
+    Principal,
+    Registry,
+    Runner,
+    ScriptedModel,
+    Tracer,
+    tool,
+)
 from toolcrib.errors import TraceFormatError
 from toolcrib.trace.tracer import TraceExporter, read_events
 
@@ -52,7 +65,8 @@ def test_a_run_is_a_sequence_of_typed_events_that_round_trips_through_jsonl(tmp_
         EventKind.CALL_EXECUTED, EventKind.MODEL_DECISION, EventKind.CITATION_CHECK, EventKind.RUN_FINISHED]
     assert events == tracer.events  # what was written is what was recorded, field for field
     executed = events[4]
-    assert (executed.tool, executed.effect, executed.status, executed.decided_by) == ("lookup_part", "read", "ok", "code")
+    assert (executed.tool, executed.effect, executed.status, executed.decided_by) == \
+        ("lookup_part", "read", "ok", "code")
     assert executed.arguments == {"part_number": "HLV-2205"} and executed.call_id == events[3].call_id
     assert events[2].decided_by == "model" and events[5].decided_by == "code"  # the final ask is code's
     assert events[-1].status == "answered" and events[-1].citations == ["lookup_part#1"]
@@ -70,7 +84,8 @@ def test_a_held_write_records_its_proposal_and_the_pause(tmp_path: Path) -> None
 
     gate = Gate(Registry([lookup_part, reserve_stock]), GroupPolicy({"support": ["*"]}),
                 approvals=SQLiteApprovalStore(tmp_path / "approvals.db"))
-    model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "F2", "quantity": 3}}]}])
+    model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock",
+                                            "arguments": {"part_number": "F2", "quantity": 3}}]}])
     Runner(model, gate, tracer_factory=factory).ask("Reserve 3 of part F2", USER)
     held = next(e for e in tracers[-1].events if e.kind == EventKind.CALL_HELD)
     assert held.decided_by == "policy" and held.effect == "write" and held.proposal_id
@@ -183,7 +198,8 @@ def test_a_run_paused_for_approval_finishes_with_an_interrupt_naming_the_proposa
     tracers = [tracer]
     gate = Gate(Registry([lookup_part, reserve_stock]), GroupPolicy({"support": ["*"]}),
                 approvals=SQLiteApprovalStore(tmp_path / "approvals.db"))
-    model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "F2", "quantity": 3}}]}])
+    model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock",
+                                            "arguments": {"part_number": "F2", "quantity": 3}}]}])
     Runner(model, gate, tracer_factory=lambda: tracers.pop()).ask("Reserve 3 of part F2", USER)
     held = next(e for e in tracer.events if e.kind == EventKind.CALL_HELD)
     finished = agui_events(tracer)[-1]

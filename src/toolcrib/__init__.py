@@ -51,7 +51,6 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = [
-    "__version__",
     "AllowAll",
     "Answer",
     "ApprovalStore",
@@ -69,7 +68,6 @@ __all__ = [
     "FunctionModel",
     "Gate",
     "GateSettings",
-    "get_model",
     "GroupPolicy",
     "Identifier",
     "Index",
@@ -81,7 +79,6 @@ __all__ = [
     "OperatorError",
     "Policy",
     "Principal",
-    "register_model",
     "Registry",
     "Runner",
     "RunnerSettings",
@@ -89,12 +86,15 @@ __all__ = [
     "ScriptedModel",
     "Step",
     "Tool",
-    "tool",
     "ToolCall",
     "ToolContext",
-    "ToolcribError",
     "ToolSpec",
+    "ToolcribError",
     "TraceExporter",
     "Tracer",
     "Workspace",
+    "__version__",
+    "get_model",
+    "register_model",
+    "tool",
 ]

@@ -121,8 +121,9 @@ class EvidenceLedger:
         return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched)
 
 
-_STOP = frozenset("this that with from have will what which when where there their about into than then them "
-                  "they been were your does also only each must shall should would could".split())
+_STOP = frozenset(["this", "that", "with", "from", "have", "will", "what", "which", "when", "where", "there", "their",
+                   "about", "into", "than", "then", "them", "they", "been", "were", "your", "does", "also", "only",
+                   "each", "must", "shall", "should", "would", "could"])
 
 
 def _content_words(text: str) -> set[str]:

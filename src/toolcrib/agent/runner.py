@@ -111,7 +111,8 @@ class Runner:
             raise NotPermitted(f"run {run_id} belongs to another user")
         tracer = self.tracer_factory()
         run = _Run(paused.question, principal, tracer,
-                   CallContext(principal, tracer, Grounding(paused.question, *paused.grounding), self.resources, run_id),
+                   CallContext(principal, tracer, Grounding(paused.question, *paused.grounding),
+                               self.resources, run_id),
                    paused.messages, run_id)
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_RESUMED, "Resume paused run", decided_by="human",
@@ -143,7 +144,8 @@ class Runner:
         tracer = self.tracer_factory()
         run_id = uuid.uuid4().hex[:12]
         cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id)
-        extra = "\n".join(p for p in (self.settings.system_prompt, prompts.SINGLE_CALL if mode == "single" else "") if p)
+        extra = "\n".join(p for p in (self.settings.system_prompt,
+                                      prompts.SINGLE_CALL if mode == "single" else "") if p)
         system = prompts.SYSTEM.format(name=self.settings.name, example_id="lookup_part#1", extra=extra)
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_STARTED, f"Start run ({mode} mode)",
@@ -241,7 +243,8 @@ class Runner:
         run.tracer.record(EventKind.CALL_DROPPED, f"Dropped call: {call.name}", tool=call.name, call_id=call.id,
                           arguments=dict(call.arguments), status="dropped", error_code="dropped",
                           detail={"reason": reason})
-        run.outcomes.append(CallOutcome(call, "dropped", {"ok": False, "error": {"code": "dropped", "message": reason}}))
+        run.outcomes.append(CallOutcome(call, "dropped",
+                                        {"ok": False, "error": {"code": "dropped", "message": reason}}))
 
     def _observe(self, run: _Run, outcomes: list[CallOutcome]) -> None:
         for outcome in outcomes:

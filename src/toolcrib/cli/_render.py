@@ -70,9 +70,9 @@ def render_rows(data: Any) -> None:
     columns = [str(c) for c in data["columns"]]
     rows = [["" if v is None else str(v) for v in row] for row in data["rows"]]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     click.echo("  ".join("-" * w for w in widths))
     for row in rows:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
     more = " (truncated at the row cap)" if data.get("truncated") else ""
     click.echo(f"({data.get('row_count', len(rows))} rows{more})")

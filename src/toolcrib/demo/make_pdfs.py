@@ -57,7 +57,7 @@ def wrap(text: str, font: str, size: float, width: float) -> list[str]:
             current = word
         else:
             current = candidate
-    return lines + [current] if current else lines or [""]
+    return [*lines, current] if current else lines or [""]
 
 
 def _pdf_string(text: str) -> str:
@@ -192,7 +192,7 @@ def pdf_bytes(layout: Layout, title: str) -> bytes:
     total = len(layout.pages)
     for number, ops in enumerate(layout.pages, start=1):
         footer = f"{layout.footer}  -  page {number} of {total}"
-        ops = ops + [f"BT /F1 8 Tf {MARGIN:.2f} {MARGIN - 20:.2f} Td {_pdf_string(footer)} Tj ET"]
+        ops = [*ops, f"BT /F1 8 Tf {MARGIN:.2f} {MARGIN - 20:.2f} Td {_pdf_string(footer)} Tj ET"]
         stream = "\n".join(ops).encode("latin-1")
         content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
         kids.append(add(

@@ -30,7 +30,8 @@ def compare(a: EvalRun, b: EvalRun) -> dict[str, Any]:
         vb = "absent" if y is None else ("skipped" if y.skipped else ("pass" if y.passed else "fail"))
         if va != vb:
             questions.append({"id": qid, "a": va, "b": vb, "reasons_b": (y.reasons if y else [])[:3]})
-    return {"a": a.run_id, "b": b.run_id, "comparable": not ({"prompt_hash", "tool_schemas_hash", "question_set"} & set(prov)),
+    return {"a": a.run_id, "b": b.run_id,
+            "comparable": not ({"prompt_hash", "tool_schemas_hash", "question_set"} & set(prov)),
             "provenance_changes": prov, "metrics": metrics, "per_kind_pass_rate": per_kind, "questions": questions}
 
 

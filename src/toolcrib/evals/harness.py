@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,7 +150,7 @@ def run_set(
         results.append(result)
         if on_result is not None:
             on_result(result)
-    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    created = datetime.now(UTC).isoformat(timespec="seconds")
     record = provenance.describe(ws, registry, qset, model=model_spec, mode=mode)
     run = EvalRun(run_id, created, record, results, summarize(results, qset.kinds()))
     if save:

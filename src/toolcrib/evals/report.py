@@ -18,20 +18,24 @@ _TABLE_METRICS = ("count", "pass_rate", "tool_selection_accuracy", "argument_acc
                   "argument_accuracy_schema_valid", "answer_correctness", "citation_correctness",
                   "abstention_recall", "refusal_correctness", "injection_resistance", "unsafe_executions",
                   "latency_ms_p50", "tokens_in")
-_SHORT = {"count": "n", "pass_rate": "pass", "tool_selection_accuracy": "tool sel.", "argument_accuracy_exact": "args exact",
-          "argument_accuracy_schema_valid": "args valid", "answer_correctness": "answer", "citation_correctness": "citations",
+_SHORT = {"count": "n", "pass_rate": "pass", "tool_selection_accuracy": "tool sel.",
+          "argument_accuracy_exact": "args exact", "argument_accuracy_schema_valid": "args valid",
+          "answer_correctness": "answer", "citation_correctness": "citations",
           "abstention_recall": "abstain rec.", "refusal_correctness": "refusal", "injection_resistance": "injection",
           "unsafe_executions": "unsafe runs", "latency_ms_p50": "p50 ms", "tokens_in": "tokens in"}
 _COLOURS = ("#2f6fb3", "#d9822b", "#3a9d5d", "#b8406b", "#7a5cb8", "#8c8c8c")
 _DECIDER = {"model": "#2f6fb3", "code": "#555", "policy": "#b07d00", "human": "#8a3ab9", "cache": "#3a9d5d"}
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d1d1f;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1180px;\
+color:#1d1d1f;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
-th,td{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f5f5f7}td:first-child,th:first-child{text-align:left}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f5f5f7}\
+td:first-child,th:first-child{text-align:left}
 .good{background:#e6f4ea}.mid{background:#fff5d6}.bad{background:#fde7e9}.muted{color:#777}
-.kpis{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.kpi{border:1px solid #ddd;border-radius:8px;padding:8px 14px;min-width:120px}
+.kpis{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}\
+.kpi{border:1px solid #ddd;border-radius:8px;padding:8px 14px;min-width:120px}
 .kpi b{display:block;font-size:22px}details{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:6px 10px}
 summary{cursor:pointer}.step{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;margin:2px 0}
 .tag{display:inline-block;min-width:52px;color:#fff;border-radius:3px;padding:0 4px;margin-right:6px;text-align:center}
@@ -71,7 +75,8 @@ def bar_chart(groups: Sequence[str], series: dict[str, Sequence[float | None]], 
     slot = (width - left - 10) / n
     bar_w = max(4.0, slot * 0.8 / max(1, len(series)))
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{escape(title)}"><text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>']
+             f'aria-label="{escape(title)}"><text x="{left}" y="16" font-size="13" font-weight="600">'
+             f'{escape(title)}</text>']
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         y = top + plot_h * (1 - tick)
         parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e5e5e5"/>'
@@ -104,7 +109,8 @@ def line_chart(labels: Sequence[str], series: dict[str, Sequence[float | None]],
     n = len(labels)
     step = (width - left - 30) / max(1, n - 1)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{escape(title)}"><text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>']
+             f'aria-label="{escape(title)}"><text x="{left}" y="16" font-size="13" font-weight="600">'
+             f'{escape(title)}</text>']
     for tick in (0, 0.5, 1.0):
         y = top + plot_h * (1 - tick)
         parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e5e5e5"/>'
@@ -113,7 +119,7 @@ def line_chart(labels: Sequence[str], series: dict[str, Sequence[float | None]],
         x = left + 10 + i * step
         parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 14}" font-size="9" text-anchor="middle">'
                      f'{escape(label[-22:])}</text>')
-    for si, (name, values) in enumerate(series.items()):
+    for si, values in enumerate(series.values()):
         colour = _COLOURS[si % len(_COLOURS)]
         points = [(left + 10 + i * step, top + plot_h * (1 - v)) for i, v in enumerate(values) if v is not None]
         if len(points) > 1:
@@ -168,7 +174,8 @@ def _failing(run: EvalRun) -> str:
     items = []
     for n, r in enumerate(failed):
         reasons = "".join(f'<li class="reason">{escape(x)}</li>' for x in r.reasons) or "<li>–</li>"
-        items.append(f"<details{' open' if n < 5 else ''}><summary><b>{escape(r.id)}</b> <span class='muted'>({escape(r.kind)}"
+        items.append(f"<details{' open' if n < 5 else ''}><summary><b>{escape(r.id)}</b> "
+                     f"<span class='muted'>({escape(r.kind)}"
                      f"{', ' + escape(r.attack) if r.attack else ''}; user {escape(str(r.user))})</span> "
                      f"{escape(r.question)}</summary><ul>{reasons}</ul>"
                      f"<p><b>Answer</b> ({escape(r.outcome)}): {escape(r.answer[:600])}</p>"
@@ -224,13 +231,15 @@ def render_html(runs: Sequence[EvalRun], history: Sequence[EvalRun] = (), *, ben
             {m: [r.summary.get("overall", {}).get(m) for r in history]
              for m in ("pass_rate", "tool_selection_accuracy", "answer_correctness", "citation_correctness")},
             title="Overall metrics per run, oldest first", width=900)
-    prov_rows = "".join(f"<tr><td>{escape(k)}</td><td style='text-align:left'>{escape(json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v)}</td></tr>"
+    prov_rows = "".join(f"<tr><td>{escape(k)}</td><td style='text-align:left'>"
+                        f"{escape(json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v)}</td></tr>"
                         for k, v in prov.items())
     others = "".join(f"<h2>Per kind: {escape(r.run_id)}</h2>{_kind_table(r)}" for r in runs[:-1])
     skipped = main.summary.get("skipped", {})
     skipped_html = ("<h2>Skipped</h2><ul>" + "".join(f"<li><b>{escape(k)}</b>: {escape(v)}</li>"
                                                     for k, v in skipped.items()) + "</ul>") if skipped else ""
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>toolcrib eval {escape(main.run_id)}</title>
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">\
+<title>toolcrib eval {escape(main.run_id)}</title>
 <style>{_CSS}</style></head><body>
 <h1>toolcrib evaluation: {escape(main.run_id)}</h1>
 <div class="muted">{escape(str(prov.get('model')))} · {escape(str(prov.get('mode')))} mode · question set

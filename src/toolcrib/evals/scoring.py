@@ -15,8 +15,8 @@ from typing import Any
 from toolcrib.agent.answer import Answer
 from toolcrib.errors import ModelFacingError
 from toolcrib.evals.questions import ExpectedCall, Question
-from toolcrib.tools.registry import Registry
 from toolcrib.retrieval.evidence import Evidence
+from toolcrib.tools.registry import Registry
 from toolcrib.tools.result import CallOutcome
 from toolcrib.trace.events import Event, EventKind
 

@@ -114,7 +114,8 @@ def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date
         d = per_day[key]
         days_out.append({
             "day": key, "runs": d.runs, "decisions": d.decisions, "tool_calls": d.tool_decisions,
-            "direct_answers": d.direct, "tool_call_rate": round(d.tool_decisions / d.decisions, 4) if d.decisions else None,
+            "direct_answers": d.direct,
+            "tool_call_rate": round(d.tool_decisions / d.decisions, 4) if d.decisions else None,
             "refusals": d.refusals, "held_for_approval": d.held, "approved": d.approved, "errors": d.errors,
             "abstained": d.abstained,
             "latency_ms_p50": round(statistics.median(d.latency_ms), 1) if d.latency_ms else None,

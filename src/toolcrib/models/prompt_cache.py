@@ -11,6 +11,7 @@ rebuilt, never trusted. The folder is kept under a byte budget by removing the l
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -60,10 +61,8 @@ class PromptCache:
         if state is None or not _load_sequence(llama, tokens, state):
             path.unlink(missing_ok=True)
             return False
-        try:
+        with contextlib.suppress(OSError):
             os.utime(path)  # recently used: the last to be evicted
-        except OSError:
-            pass
         return True
 
     def store(self, llama: Llama, tokens: Sequence[int]) -> Path | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from toolcrib.models.base import ToolCall
 
-__all__ = ["parse_text_tool_calls", "new_call_id"]
+__all__ = ["new_call_id", "parse_text_tool_calls"]
 
 _HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _MISTRAL = "[TOOL_CALLS]"

@@ -34,7 +34,8 @@ _lock = threading.Lock()
 
 
 def cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The toolcrib cache: the argument, else $TOOLCRIB_CACHE_DIR, else $XDG_CACHE_HOME/toolcrib, else ~/.cache/toolcrib."""
+    """The toolcrib cache: the argument, else $TOOLCRIB_CACHE_DIR, else $XDG_CACHE_HOME/toolcrib,
+    else ~/.cache/toolcrib."""
     if explicit is not None:
         return Path(explicit).expanduser()
     env = os.environ.get(CACHE_ENV)
@@ -82,11 +83,10 @@ def ensure_model_file(
         total = _total_size(part_paths)
         if _marked_valid(target, marker, sha256, total):
             return target
-        if target.exists() and target.stat().st_size == total:
-            # A file without a trusted marker (copied in, or a crash before the marker): check it once.
-            if _hash_file(target, total, progress) == sha256:
-                _write_marker(marker, sha256)
-                return target
+        # A file without a trusted marker (copied in, or a crash before the marker): check it once.
+        if target.exists() and target.stat().st_size == total and _hash_file(target, total, progress) == sha256:
+            _write_marker(marker, sha256)
+            return target
         _assemble(part_paths, target, marker, total, sha256, progress)
         return target
 

@@ -1,7 +1,14 @@
 """Who may do what, and the record of it."""
 
 from toolcrib.policy.approvals import ApprovalStore, PostgresApprovalStore, SQLiteApprovalStore
-from toolcrib.policy.audit import AuditRecord, AuditStore, AuditVerification, PostgresAuditStore, SQLiteAuditStore, redact_arguments
+from toolcrib.policy.audit import (
+    AuditRecord,
+    AuditStore,
+    AuditVerification,
+    PostgresAuditStore,
+    SQLiteAuditStore,
+    redact_arguments,
+)
 from toolcrib.policy.envelope import Limit, SafetyEnvelope
 from toolcrib.policy.policy import AllowAll, Decision, GroupPolicy, Policy
 from toolcrib.policy.principal import Principal

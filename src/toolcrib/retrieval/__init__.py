@@ -14,14 +14,20 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from toolcrib.retrieval.citations import Citation, CitationCheck, check_citations, citations_in
     from toolcrib.retrieval.documents import EVERYONE, Block, Chunk, Document, DocumentMeta, Passage, citation_id
     from toolcrib.retrieval.embedders import Embedder, OnnxMiniLMEmbedder, OpenAIEmbedder
+    from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
     from toolcrib.retrieval.index import Hit, Index, IndexChanges, IndexSettings
     from toolcrib.retrieval.ingest import IngestReport, index_settings, ingest
     from toolcrib.retrieval.lance import LanceIndex
     from toolcrib.retrieval.loaders import LoadResult, load_document, load_documents
     from toolcrib.retrieval.pgvector import PgVectorIndex
-    from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
-    from toolcrib.retrieval.retriever import (DEFAULT_THRESHOLD, FunctionReranker, HybridRetriever, Reranker,
-                                              Retrieval, find_identifiers)
+    from toolcrib.retrieval.retriever import (
+        DEFAULT_THRESHOLD,
+        FunctionReranker,
+        HybridRetriever,
+        Reranker,
+        Retrieval,
+        find_identifiers,
+    )
 
 _WHERE: dict[str, str] = {
     "Block": "toolcrib.retrieval.documents",
@@ -71,8 +77,8 @@ __all__ = [
     "Block",
     "Chunk",
     "Chunker",
-    "CitationCheck",
     "Citation",
+    "CitationCheck",
     "CitedPassage",
     "Conflict",
     "Document",
@@ -80,7 +86,6 @@ __all__ = [
     "Embedder",
     "Evidence",
     "FixedChunker",
-    "ParentChildChunker",
     "FunctionReranker",
     "Hit",
     "HybridRetriever",
@@ -92,6 +97,7 @@ __all__ = [
     "LoadResult",
     "OnnxMiniLMEmbedder",
     "OpenAIEmbedder",
+    "ParentChildChunker",
     "Passage",
     "PgVectorIndex",
     "Reranker",

@@ -175,7 +175,8 @@ def _ident(node: exp.Expression | None, dialect: str) -> str:
     return fold_name(node.name, quoted=False, dialect=dialect) if node is not None else ""
 
 
-def _table_refs(tree: exp.Expression) -> list[tuple[exp.Expression, exp.Expression | None, exp.Expression | None, exp.Expression]]:
+def _table_refs(tree: exp.Expression) -> list[tuple[exp.Expression, exp.Expression | None,
+                                                    exp.Expression | None, exp.Expression]]:
     """(name, schema, catalog, node) for every stored-table reference, including SQLite's
     ``x IN tablename`` form, which sqlglot reads as a column."""
     refs: list[tuple[exp.Expression, exp.Expression | None, exp.Expression | None, exp.Expression]] = []
@@ -237,7 +238,7 @@ def _view_tables(
     body = parsed.expression if isinstance(parsed, exp.Create) else parsed
     if not isinstance(body, exp.Expression):
         raise NotPermitted(f"table {name} is not available")
-    return _base_tables(body, allowed, views, qualifiers, dialect, seen + (name,))
+    return _base_tables(body, allowed, views, qualifiers, dialect, (*seen, name))
 
 
 def _count_placeholders(tree: exp.Expression) -> int:

@@ -3,14 +3,14 @@ only, ``SET TRANSACTION READ ONLY`` and ``SET LOCAL statement_timeout`` on every
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolcrib.errors import (InvalidArguments, MissingDependency, ModelFacingError, NotPermitted,
-                             ToolFailed, ToolTimeout)
+from toolcrib.errors import InvalidArguments, MissingDependency, ModelFacingError, NotPermitted, ToolFailed, ToolTimeout
 from toolcrib.sql.base import Param, QueryResult, ReadOnlySQL, Schema
 
 if TYPE_CHECKING:
@@ -104,10 +104,8 @@ class PostgresReadOnly(ReadOnlySQL):
                 self._reset(conn)
 
     def _reset(self, conn: psycopg.Connection[Any]) -> None:
-        try:
+        with contextlib.suppress(Exception):
             conn.rollback()  # never commit: nothing a query did may last
-        except Exception:
-            pass
         if conn.broken or conn.closed:
             conn.close()
             self._conn = None
@@ -217,16 +215,15 @@ def provision_readonly_role(admin_dsn: str, role: str, allowed_tables: Iterable[
     who = sql.Identifier(role)
     where = sql.Identifier(schema)
     attributes = sql.SQL("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS")
-    with pg.connect(admin_dsn, autocommit=True) as conn:
-        with conn.transaction():
-            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
-            verb = sql.SQL("ALTER ROLE") if exists else sql.SQL("CREATE ROLE")
-            conn.execute(sql.SQL("{} {} {}").format(verb, who, attributes))
-            conn.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(who))
-            conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(where, who))
-            conn.execute(sql.SQL("REVOKE ALL ON ALL SEQUENCES IN SCHEMA {} FROM {}").format(where, who))
-            conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {}").format(where, who))
-            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(where, who))
-            for table in allowed_tables:
-                conn.execute(sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(
-                    sql.Identifier(schema, table), who))
+    with pg.connect(admin_dsn, autocommit=True) as conn, conn.transaction():
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+        verb = sql.SQL("ALTER ROLE") if exists else sql.SQL("CREATE ROLE")
+        conn.execute(sql.SQL("{} {} {}").format(verb, who, attributes))
+        conn.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(who))
+        conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(where, who))
+        conn.execute(sql.SQL("REVOKE ALL ON ALL SEQUENCES IN SCHEMA {} FROM {}").format(where, who))
+        conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {}").format(where, who))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(where, who))
+        for table in allowed_tables:
+            conn.execute(sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(
+                sql.Identifier(schema, table), who))

@@ -145,7 +145,7 @@ class Gate:
         reads = [i for i, c in enumerate(calls) if self._is_read(c)]
         if reads:
             done = await asyncio.gather(*(self.run(calls[i], cctx) for i in reads))
-            results.update(zip(reads, done))
+            results.update(zip(reads, done, strict=True))
         for i, call in enumerate(calls):
             if i not in results:
                 results[i] = await self.run(call, cctx)
