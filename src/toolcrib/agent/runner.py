@@ -233,8 +233,8 @@ class Runner:
         run.tracer.record(EventKind.MODEL_DECISION, f"{title}: {what}", decided_by=decided_by,
                           status="tool_calls" if reply.tool_calls else "text", detail=detail,
                           tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, ms=reply.ms)
-        for call in reply.tool_calls:
-            run.tracer.record(EventKind.CALL_PROPOSED, f"Proposed: {call.name}", decided_by=decided_by,
+        for call in reply.tool_calls:  # whoever asked, the calls are the model's proposals
+            run.tracer.record(EventKind.CALL_PROPOSED, f"Proposed: {call.name}", decided_by="model",
                               tool=call.name, call_id=call.id, arguments=dict(call.arguments))
         return reply
 
