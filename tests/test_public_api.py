@@ -5,7 +5,7 @@ PUBLIC = {
     "Effect", "FunctionModel", "Gate", "GateSettings", "GroupPolicy", "Identifier", "JsonlExporter", "Limits",
     "Message", "Model", "ModelFacingError", "OperatorError", "Policy", "Principal", "Registry", "Runner",
     "RunnerSettings", "ScriptedModel", "Step", "Tool", "ToolCall", "ToolContext", "ToolSpec", "ToolcribError",
-    "TraceExporter", "Tracer", "Workspace", "__version__", "get_model", "register_model", "tool",
+    "TraceExporter", "Tracer", "Workspace", "__version__", "get_model", "json_schema_tool", "register_model", "tool",
 }
 
 

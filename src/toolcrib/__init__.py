@@ -17,6 +17,7 @@ from toolcrib.models.scripted import FunctionModel, ScriptedModel
 from toolcrib.policy.policy import AllowAll, Decision, GroupPolicy, Policy
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate, GateSettings
+from toolcrib.tools.json_schema import json_schema_tool
 from toolcrib.tools.registry import Registry
 from toolcrib.tools.result import CallOutcome
 from toolcrib.tools.tool import Effect, Identifier, Tool, ToolContext, tool
@@ -63,6 +64,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "get_model",
+    "json_schema_tool",
     "register_model",
     "tool",
 ]
