@@ -1,8 +1,8 @@
 """Tools from JSON Schema, and schemas the gate handles correctly (issue 9, section 2).
 
 Each test reproduces what replaying external tool suites through the registry found: no way to
-register a JSON-Schema tool, Enum parameters refusing every call, lost ``Field`` descriptions and
-unchecked tool names.
+register a JSON-Schema tool, Enum parameters refusing every call, lost ``Field`` descriptions,
+unchecked tool names, and one odd parameter breaking the local model's grammar for every tool.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from toolcrib import (
 )
 from toolcrib.errors import InvalidArguments, ModelFacingError
 from toolcrib.evals import bfcl
+from toolcrib.models.base import ToolSpec
 from toolcrib.tools.result import CallOutcome
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -292,3 +293,28 @@ def test_agentdojo_tools_register_and_the_gate_admits_every_ground_truth_call(su
         gate.admit(ToolCall(f"g{n}", call["function"], call["args"]), cctx)  # raises for any refused call
     assert (len(registry), len(calls)) == (n_tools, n_calls)
 
+
+# -- the local model's grammar ----------------------------------------------------------------------
+
+def test_one_parameter_the_grammar_cannot_express_is_left_open_and_the_other_tools_keep_theirs() -> None:
+    pytest.importorskip("llama_cpp")
+    from toolcrib.models.local import _decision_schema_text, _grammar
+
+    mode = ToolSpec("mount", "Mount.", mount.parameters)
+    odd = ToolSpec("export", "Export.", {"type": "object", "properties": {
+        "rows": {"type": "array", "items": {}},  # pydantic's `list`: an array of anything
+        "extra": {"anyOf": [True, {"type": "null"}]},  # a boolean schema the converter cannot take
+        "fmt": {"enum": ["csv", "tsv"]}}, "required": ["fmt"]})
+    gbnf: str = _grammar(_decision_schema_text([mode, odd], False))._grammar
+    assert '"\\"rw\\""' in gbnf and '"\\"tsv\\""' in gbnf  # both tools keep their constrained parameters
+    assert '"\\"rows\\""' in gbnf and '"\\"extra\\""' in gbnf
+
+
+def test_a_tool_the_grammar_cannot_express_at_all_is_named_in_the_error() -> None:
+    pytest.importorskip("llama_cpp")
+    from toolcrib.models.local import _decision_schema_text
+
+    broken = ToolSpec("broken", "Broken.", {"type": "object", "properties": {"a": {"type": "string"}},
+                                            "anyOf": [True]})
+    with pytest.raises(ConfigError, match="tool 'broken' cannot be offered to the local model"):
+        _decision_schema_text([ToolSpec("mount", "Mount.", mount.parameters), broken], False)
