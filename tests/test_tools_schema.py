@@ -104,6 +104,17 @@ def test_json_schema_arguments_are_checked_strictly_as_json(arguments: dict[str,
     assert error in caught.value.message
 
 
+def test_fractional_bounds_on_integers_and_draft_4_exclusive_bounds_hold() -> None:
+    schema = {"properties": {"n": {"type": "integer", "minimum": 0.5},
+                             "x": {"type": "number", "minimum": 0, "exclusiveMinimum": True}}}
+    t = json_schema_tool("measure", "Measure.", schema, lambda **_: None)
+    assert t.validate({"n": 1, "x": 0.1}) == {"n": 1, "x": 0.1}
+    with pytest.raises(InvalidArguments, match="'n' input should be greater than or equal to 1"):
+        t.validate({"n": 0})
+    with pytest.raises(InvalidArguments, match="'x' input should be greater than 0"):
+        t.validate({"x": 0})
+
+
 def test_objects_that_declare_properties_are_closed_and_the_offered_schema_says_so() -> None:
     schema: dict[str, Any] = {"type": "object", "properties": {
         "filter": {"type": "object", "properties": {"status": {"type": "string"}}},

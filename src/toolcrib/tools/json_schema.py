@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Unpack
@@ -154,7 +155,7 @@ class _Translation:
             return cs.str_schema(strict=True, min_length=schema.get("minLength"), max_length=schema.get("maxLength"),
                                  pattern=self.pattern(schema.get("pattern"), path), regex_engine="python-re")
         if kind == "integer":
-            return cs.int_schema(strict=True, **self.bounds(schema))
+            return cs.int_schema(strict=True, **self.bounds(schema, integer=True))
         if kind == "number":  # an integer stays an int: the callable gets the JSON value as sent
             return cs.no_info_wrap_validator_function(
                 _keep_int, cs.float_schema(strict=True, allow_inf_nan=False, **self.bounds(schema)))
@@ -233,9 +234,9 @@ class _Translation:
         return str(pattern)
 
     @staticmethod
-    def bounds(schema: Mapping[str, Any]) -> dict[str, Any]:
+    def bounds(schema: Mapping[str, Any], *, integer: bool = False) -> dict[str, Any]:
         """minimum/maximum/exclusive*/multipleOf as pydantic-core's ge/le/gt/lt/multiple_of
-        (``exclusiveMinimum: true`` is the draft-4 spelling)."""
+        (``exclusiveMinimum: true`` is the draft-4 spelling); for an integer, 0.5 <= n is 1 <= n."""
         out = {"ge": schema.get("minimum"), "le": schema.get("maximum"), "multiple_of": schema.get("multipleOf")}
         for keyword, strict, loose in (("exclusiveMinimum", "gt", "ge"), ("exclusiveMaximum", "lt", "le")):
             value = schema.get(keyword)
@@ -243,6 +244,9 @@ class _Translation:
                 out[strict], out[loose] = out[loose], None
             elif value is not None and value is not False:
                 out[strict] = value
+        if integer:
+            rounded = {"ge": math.ceil, "gt": math.floor, "le": math.floor, "lt": math.ceil}
+            out = {k: rounded[k](v) if k in rounded and isinstance(v, float) else v for k, v in out.items()}
         return {k: v for k, v in out.items() if v is not None}
 
 
