@@ -162,6 +162,16 @@ def test_pydantic_style_schemas_with_defs_enums_nullable_and_recursion_validate(
         assert error in caught.value.message
 
 
+def test_an_arguments_schema_that_is_a_reference_is_offered_inline() -> None:
+    schema = {"$ref": "#/definitions/Args", "definitions": {"Args": {
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}
+    t = json_schema_tool("find", "Find.", schema, lambda **_: None)
+    assert t.parameters["properties"] == {"q": {"type": "string"}} and t.parameters["additionalProperties"] is False
+    assert t.validate({"q": "x"}) == {"q": "x"}
+    with pytest.raises(InvalidArguments, match="unexpected argument 'p'"):
+        t.validate({"q": "x", "p": 1})
+
+
 @pytest.mark.parametrize(("parameters", "error"), [
     ({"type": "array"}, "tool 'odd': the arguments schema must describe an object"),
     ({"properties": {"when": {"not": {"type": "null"}}}}, "tool 'odd': parameter 'when' uses not"),

@@ -55,6 +55,9 @@ def json_schema_tool(
     and parameter for a schema that cannot be checked.
     """
     offered = copy.deepcopy(dict(parameters))
+    if "$ref" in offered:  # {"$ref": "#/definitions/Args", "definitions": {...}}: the object itself, inline
+        target = _resolve(offered, offered.pop("$ref"))
+        offered = {**target, **offered} if isinstance(target, dict) else offered
     if offered.setdefault("type", "object") != "object":
         raise ConfigError(f"tool '{name}': the arguments schema must describe an object, not {offered['type']!r}",
                           key="tools")
@@ -194,12 +197,7 @@ class _Translation:
 
     def ref(self, ref: Any, path: str) -> CoreSchema:
         """A local reference: ``#``, ``#/$defs/NAME`` or ``#/definitions/NAME``."""
-        target: Any = None
-        if ref == "#":
-            target = self.root
-        elif isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
-            group, name = ref[2:].split("/", 1)
-            target = (self.root.get(group) or {}).get(name.replace("~1", "/").replace("~0", "~"))
+        target = _resolve(self.root, ref)
         if target is None:
             raise self.refuse(path, f"refers to {ref!r}, which is not a definition in this schema")
         if ref not in self.definitions:
@@ -248,6 +246,17 @@ class _Translation:
             rounded = {"ge": math.ceil, "gt": math.floor, "le": math.floor, "lt": math.ceil}
             out = {k: rounded[k](v) if k in rounded and isinstance(v, float) else v for k, v in out.items()}
         return {k: v for k, v in out.items() if v is not None}
+
+
+def _resolve(root: Mapping[str, Any], ref: Any) -> Any:
+    """What a local reference names (``#``, ``#/$defs/NAME``, ``#/definitions/NAME``), or None."""
+    if ref == "#":
+        return root
+    if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
+        group, name = ref[2:].split("/", 1)
+        definitions = root.get(group)
+        return definitions.get(name.replace("~1", "/").replace("~0", "~")) if isinstance(definitions, dict) else None
+    return None
 
 
 def _union(choices: list[tuple[CoreSchema, str]]) -> CoreSchema:
