@@ -24,6 +24,7 @@ from toolcrib.policy.policy import AllowAll, Decision, GroupPolicy, Policy
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.scanner import Scanner
 from toolcrib.tools.gate import CallContext, Gate, GateSettings
+from toolcrib.tools.json_schema import json_schema_tool
 from toolcrib.tools.registry import Registry
 from toolcrib.tools.result import CallOutcome
 from toolcrib.tools.tool import Effect, Identifier, Tool, ToolContext, tool
@@ -95,6 +96,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "get_model",
+    "json_schema_tool",
     "register_model",
     "tool",
 ]

@@ -1,12 +1,12 @@
 """BFCL (Berkeley Function Calling Leaderboard v4) through toolcrib's own tool path.
 
-Each BFCL function spec becomes a toolcrib ``Tool`` with a strict JSON Schema (BFCL's ``dict`` ->
-``object``, ``float`` -> ``number``, ``tuple`` -> ``array``, ``any`` -> no type) and a strict
-argument model, registered in a ``Registry`` and offered to the model as toolcrib offers any tool.
-Names that are not valid tool names (``math.factorial``) are mapped (``math_factorial``) and mapped
-back before scoring. Scoring follows BFCL's AST rules: each parameter has a list of acceptable
-values, ``""`` in that list means it may be omitted, strings compare case- and punctuation-
-insensitively, ints are accepted for floats, parallel calls match in any order, and for
+Each BFCL function spec becomes a toolcrib ``Tool`` through ``json_schema_tool`` (BFCL's ``dict`` ->
+``object``, ``float`` -> ``number``, ``tuple`` -> ``array``, ``any`` -> no type), registered in a
+``Registry`` and offered to the model as toolcrib offers any tool. Names that OpenAI-style APIs
+refuse (``math.factorial``: no dots, at most 64 characters) are mapped (``math_factorial``) and
+mapped back before scoring. Scoring follows BFCL's AST rules: each parameter has a list of
+acceptable values, ``""`` in that list means it may be omitted, strings compare case- and
+punctuation-insensitively, ints are accepted for floats, parallel calls match in any order, and for
 ``irrelevance`` the only correct behaviour is to call nothing.
 """
 
@@ -19,9 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from typing import Any
 
 from toolcrib.errors import ConfigError, ModelFacingError
 from toolcrib.evals.metrics import rate
@@ -29,8 +27,8 @@ from toolcrib.models.base import Message, Model, ToolCall
 from toolcrib.policy.policy import AllowAll
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
+from toolcrib.tools.json_schema import json_schema_tool
 from toolcrib.tools.registry import Registry, tool_specs
-from toolcrib.tools.tool import Effect, Tool
 from toolcrib.trace.tracer import Tracer
 
 CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
@@ -70,39 +68,6 @@ def to_json_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _annotation(schema: Mapping[str, Any], name: str) -> Any:
-    if schema.get("enum"):
-        return Literal[tuple(schema["enum"])]
-    kind = schema.get("type")
-    if kind == "string":
-        return str
-    if kind == "integer":
-        return int
-    if kind == "number":
-        return float
-    if kind == "boolean":
-        return bool
-    if kind == "array":
-        return list[_annotation(schema.get("items") or {}, name + "_item")]  # type: ignore[misc]
-    if kind == "object":
-        if schema.get("properties"):
-            return _args_model(schema, name)
-        return dict[str, Any]
-    return Any
-
-
-def _args_model(schema: Mapping[str, Any], name: str) -> type[BaseModel]:
-    required = set(schema.get("required") or [])
-    fields: dict[str, Any] = {}
-    for i, (prop, sub) in enumerate((schema.get("properties") or {}).items()):
-        ann = _annotation(sub, f"{name}_{i}")
-        # aliased fields: BFCL parameter names may be Python keywords or start with an underscore
-        fields[f"p{i}"] = (ann, Field(..., alias=prop)) if prop in required else (ann | None, Field(None, alias=prop))
-    model: type[BaseModel] = create_model(f"{_NAME_OK.sub('_', name)}_args",
-                                          __config__=ConfigDict(extra="forbid", strict=True), **fields)
-    return model
-
-
 def tool_name(name: str) -> str:
     return _NAME_OK.sub("_", name)[:64]
 
@@ -118,8 +83,7 @@ def make_tools(functions: Sequence[Mapping[str, Any]]) -> tuple[Registry, dict[s
             name = name + "_"
         names[name] = original
         schema = to_json_schema({**fn.get("parameters", {}), "type": "dict"})
-        registry.add(Tool(name=name, description=str(fn.get("description") or original), fn=_never_run,
-                          effect=Effect.READ, parameters=schema, args_model=_args_model(schema, name)))
+        registry.add(json_schema_tool(name, str(fn.get("description") or original), schema, _never_run))
     return registry, names
 
 

@@ -406,11 +406,11 @@ def _type_label(schema: Mapping[str, Any]) -> str:
 
 
 def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
-    """``oneOf``: one branch per tool (name as a const, its sanitized arguments), plus an answer branch."""
+    """``oneOf``: one branch per tool (name as a const, its grammar arguments), plus an answer branch."""
     branches: list[dict[str, Any]] = [
         {
             "type": "object",
-            "properties": {"tool": {"const": tool.name}, "arguments": _sanitize(_inline_refs(tool.parameters))},
+            "properties": {"tool": {"const": tool.name}, "arguments": _grammar_arguments(tool)},
             "required": ["tool", "arguments"],
             "additionalProperties": False,
         }
@@ -428,6 +428,36 @@ def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
 
 def _decision_schema_text(tools: list[ToolSpec], required: bool) -> str:
     return json.dumps(_decision_schema(tools, required))  # key order matters: "tool" first
+
+
+def _grammar_arguments(tool: ToolSpec) -> dict[str, Any]:
+    """The tool's arguments schema as the grammar takes it. A parameter the converter cannot express
+    (``"items": {}``, say) accepts any JSON value instead, so one odd parameter does not take the
+    local model away from every tool: the gate still validates it against the real schema."""
+    schema: dict[str, Any] = _sanitize(_inline_refs(tool.parameters))
+    if _convertible(json.dumps(schema)):
+        return schema
+    properties: dict[str, Any] = schema.get("properties", {})
+    for name, sub in properties.items():
+        if not _convertible(json.dumps(sub)):
+            properties[name] = {}
+    if not _convertible(json.dumps(schema)):
+        raise ConfigError(f"tool '{tool.name}' cannot be offered to the local model: its arguments schema cannot "
+                          "be turned into a grammar, even with each parameter left open; simplify the schema "
+                          "or leave the tool out", key="tools")
+    return schema
+
+
+@lru_cache(maxsize=1024)
+def _convertible(schema_text: str) -> bool:
+    """Whether llama.cpp's JSON-Schema-to-grammar converter takes this schema (it asserts on what it cannot)."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    try:
+        json_schema_to_gbnf(schema_text)
+    except Exception:
+        return False
+    return True
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -478,21 +508,15 @@ def _sanitize(schema: Any) -> Any:
             out[key] = _sanitize(value)
     if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
         out["additionalProperties"] = False
+    if out.get("items") is True or out.get("items") == {}:  # any items: the converter wants them left out
+        del out["items"]
     return out
 
 
-@lru_cache(maxsize=256)
 def _pattern_supported(pattern: str) -> bool:
     """Whether llama.cpp's converter accepts this regex (it needs ^...$ and a limited syntax)."""
-    if not (isinstance(pattern, str) and pattern.startswith("^") and pattern.endswith("$")):
-        return False
-    try:
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-        json_schema_to_gbnf(json.dumps({"type": "string", "pattern": pattern}))
-    except Exception:  # the converter asserts on unsupported syntax; then the pattern is dropped
-        return False
-    return True
+    return (isinstance(pattern, str) and pattern.startswith("^") and pattern.endswith("$")
+            and _convertible(json.dumps({"type": "string", "pattern": pattern})))
 
 
 @lru_cache(maxsize=64)

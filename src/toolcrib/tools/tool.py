@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Annotated, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, TypedDict, Unpack, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic_core import SchemaValidator
 
-from toolcrib.errors import InvalidArguments
+from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.grounding import Grounding
 
@@ -59,6 +61,28 @@ DomainCheck = Callable[[dict[str, Any], ToolContext], None]
 # Reads the current version (ETag, row version, hash) of what a WRITE would change, for approvals.
 ResourceVersion = Callable[[dict[str, Any], ToolContext], str]
 
+# The MCP tool-name rule (OpenAI's function names are stricter: 1-64 of A-Za-z0-9_-).
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+class ToolOptions(TypedDict, total=False):
+    """What every tool constructor (``@tool``, ``make_tool``, ``json_schema_tool``) accepts; see ``Tool``.
+
+    ``idempotent`` defaults to True for READ tools only; ``cache_ttl_s`` to 30 s for READ tools and
+    is always 0 for the others.
+    """
+
+    effect: Effect
+    timeout_s: float
+    idempotent: bool | None
+    cache_ttl_s: float | None
+    identifiers: Sequence[str]
+    redact: Sequence[str]
+    check: DomainCheck | None
+    resource_version: ResourceVersion | None
+    max_result_chars: int | None
+    tags: Sequence[str]
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -69,7 +93,8 @@ class Tool:
     fn: Callable[..., Any]
     effect: Effect
     parameters: dict[str, Any]
-    args_model: type[BaseModel]
+    # validates the arguments: a model of the signature (@tool), or a validator of the JSON Schema (json_schema_tool)
+    args_model: type[BaseModel] | SchemaValidator
     timeout_s: float = 10.0
     idempotent: bool = True
     cache_ttl_s: float = 0.0
@@ -83,13 +108,24 @@ class Tool:
     max_result_chars: int | None = None
     tags: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        if not _TOOL_NAME.fullmatch(self.name):
+            raise ConfigError(f"tool name {self.name!r} is not valid: use 1 to 128 characters, each a letter, "
+                              "a digit, '_', '.' or '-'", key="tools")
+
     def validate(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
-        """Strict schema validation, then the tool's domain check. Raises InvalidArguments."""
+        """Strict validation of the arguments as JSON (an Enum parameter takes its value, "rw"), then the
+        tool's domain check. Raises InvalidArguments."""
         try:
-            parsed = self.args_model.model_validate(arguments)
+            text = json.dumps(dict(arguments), allow_nan=False)
+        except (TypeError, ValueError):
+            raise InvalidArguments(f"{self.name}: the arguments must be JSON values with finite numbers") from None
+        model = self.args_model
+        try:
+            values: dict[str, Any] = (model.validate_json(text) if isinstance(model, SchemaValidator)
+                                      else model.model_validate_json(text).model_dump())
         except ValidationError as exc:
             raise InvalidArguments(f"{self.name}: {_describe(exc)}") from None
-        values = parsed.model_dump()
         if self.check is not None and ctx is not None:
             self.check(values, ctx)
         return values
@@ -117,7 +153,7 @@ def _describe(exc: ValidationError) -> str:
         elif err["type"] == "missing":
             parts.append(f"missing required argument '{loc}'")
         else:
-            parts.append(f"'{loc}' {err['msg'].lower()}")
+            parts.append(f"'{loc}' {err['msg'][:1].lower()}{err['msg'][1:]}")  # the rest may quote a pattern
     return "; ".join(parts)
 
 
@@ -162,22 +198,13 @@ def make_tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    effect: Effect = Effect.READ,
-    timeout_s: float = 10.0,
-    idempotent: bool | None = None,
-    cache_ttl_s: float | None = None,
-    identifiers: tuple[str, ...] | list[str] = (),
-    redact: tuple[str, ...] | list[str] = (),
-    check: DomainCheck | None = None,
-    resource_version: ResourceVersion | None = None,
-    max_result_chars: int | None = None,
-    tags: tuple[str, ...] | list[str] = (),
+    **options: Unpack[ToolOptions],
 ) -> Tool:
     """Build a ``Tool`` from a plain (sync or async) function's signature, hints and docstring."""
     hints = get_type_hints(fn, include_extras=True)
     doc_description, arg_docs = _parse_docstring(fn.__doc__ or "")
     fields: dict[str, Any] = {}
-    found_identifiers = list(identifiers)
+    found_identifiers = list(options.get("identifiers", ()))
     shapes: list[tuple[str, str]] = []
     context_param = None
     for pname, param in inspect.signature(fn).parameters.items():
@@ -192,50 +219,73 @@ def make_tool(
                 if isinstance(marker, Identifier) and marker.shape is not None:
                     shapes.append((pname, marker.shape))
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
+        # set only from a docstring line, so Annotated[..., Field(description=...)] keeps its own
+        info = Field(default, description=arg_docs[pname]) if pname in arg_docs else Field(default)
+        fields[pname] = (annotation, info)
     tool_name = name or fn.__name__
-    args_model = create_model(  # type: ignore[call-overload]
+    args_model = create_model(
         f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields
     )
+    options["identifiers"] = found_identifiers
+    return assemble_tool(tool_name, description or doc_description or tool_name, fn, _strict_schema(args_model),
+                         args_model, context_param=context_param, identifier_shapes=tuple(shapes), **options)
+
+
+def assemble_tool(
+    name: str,
+    description: str,
+    fn: Callable[..., Any],
+    parameters: dict[str, Any],
+    args_model: type[BaseModel] | SchemaValidator,
+    *,
+    context_param: str | None = None,
+    identifier_shapes: tuple[tuple[str, str], ...] = (),
+    **options: Unpack[ToolOptions],
+) -> Tool:
+    """The ``Tool`` every constructor returns: ``options`` checked against ``parameters``, defaults by effect."""
+    effect = options.get("effect", Effect.READ)
     read = effect is Effect.READ
+    identifiers = tuple(dict.fromkeys(options.get("identifiers", ())))
+    undeclared = [i for i in identifiers if i not in parameters.get("properties", {})]
+    if undeclared:
+        raise ConfigError(f"tool '{name}': identifiers {undeclared} are not among its parameters", key="tools")
+    idempotent = options.get("idempotent")
+    cache_ttl_s = options.get("cache_ttl_s")
     return Tool(
-        name=tool_name,
-        description=description or doc_description or tool_name,
+        name=name,
+        description=description,
         fn=fn,
         effect=effect,
-        parameters=_strict_schema(args_model),
+        parameters=parameters,
         args_model=args_model,
-        timeout_s=timeout_s,
+        timeout_s=options.get("timeout_s", 10.0),
         idempotent=read if idempotent is None else idempotent,
-        cache_ttl_s=(30.0 if read else 0.0) if cache_ttl_s is None else (cache_ttl_s if read else 0.0),
-        identifiers=tuple(dict.fromkeys(found_identifiers)),
-        identifier_shapes=tuple(shapes),
-        redact=tuple(redact),
-        check=check,
-        resource_version=resource_version,
+        cache_ttl_s=(30.0 if cache_ttl_s is None else cache_ttl_s) if read else 0.0,
+        identifiers=identifiers,
+        identifier_shapes=identifier_shapes,
+        redact=tuple(options.get("redact", ())),
+        check=options.get("check"),
+        resource_version=options.get("resource_version"),
         context_param=context_param,
         is_async=inspect.iscoroutinefunction(fn),
-        max_result_chars=max_result_chars,
-        tags=frozenset(tags),
+        max_result_chars=options.get("max_result_chars"),
+        tags=frozenset(options.get("tags", ())),
     )
 
 
 @typing.overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @typing.overload
-def tool(*, name: str | None = ..., description: str | None = ..., effect: Effect = ...,
-         timeout_s: float = ..., idempotent: bool | None = ..., cache_ttl_s: float | None = ...,
-         identifiers: tuple[str, ...] | list[str] = ..., redact: tuple[str, ...] | list[str] = ...,
-         check: DomainCheck | None = ..., resource_version: ResourceVersion | None = ...,
-         max_result_chars: int | None = ...,
-         tags: tuple[str, ...] | list[str] = ...) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(*, name: str | None = ..., description: str | None = ...,
+         **options: Unpack[ToolOptions]) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, **options: Any) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool: ``@tool`` or ``@tool(effect=Effect.WRITE, timeout_s=5)``.
 
     The schema comes from type hints (``Annotated[int, Field(gt=0)]`` constraints included), the
-    description from the docstring's first paragraph, argument descriptions from its ``Args:``.
+    description from the docstring's first paragraph, argument descriptions from its ``Args:`` or
+    from ``Annotated[str, Field(description=...)]``.
     """
     if fn is not None:
         return make_tool(fn)
