@@ -68,7 +68,7 @@ def test_corrupt_parts_raise_model_unavailable_and_leave_no_file(tmp_path: Path)
     parts, digest = _fake_parts(tmp_path / "parts")
     parts[1].write_bytes(b"bit rot" * 500)
 
-    with pytest.raises(ModelUnavailable, match="corrupt.*Reinstall"):
+    with pytest.raises(ModelUnavailable, match=r"corrupt.*Reinstall"):
         ensure_model_file(directory=tmp_path / "cache", parts=parts, sha256=digest, filename="fake.gguf")
     assert list((tmp_path / "cache" / "models").iterdir()) == []
 

@@ -125,9 +125,9 @@ def test_objects_that_declare_properties_are_closed_and_the_offered_schema_says_
     assert t.parameters["properties"]["filter"]["additionalProperties"] is False
     assert "additionalProperties" not in schema["properties"]["filter"]  # the caller's schema is not changed
     t.validate({"filter": {"status": "open"}, "labels": {"team": "a"}, "extra": {"anything": [1]}})
-    with pytest.raises(InvalidArguments, match="unexpected argument 'filter.owner'"):
+    with pytest.raises(InvalidArguments, match=r"unexpected argument 'filter\.owner'"):
         t.validate({"filter": {"owner": "bob"}})
-    with pytest.raises(InvalidArguments, match="'labels.team' input should be a valid string"):
+    with pytest.raises(InvalidArguments, match=r"'labels\.team' input should be a valid string"):
         t.validate({"labels": {"team": 1}})
 
 
@@ -183,7 +183,7 @@ def test_an_arguments_schema_that_is_a_reference_is_offered_inline() -> None:
     ({"properties": {"ctx": {"type": "string"}}}, "tool 'odd': context_param 'ctx' is also a parameter"),
 ])
 def test_a_schema_that_cannot_be_checked_is_refused_at_registration(parameters: dict[str, Any], error: str) -> None:
-    with pytest.raises(ConfigError, match="^key 'tools'") as caught:
+    with pytest.raises(ConfigError, match=r"^key 'tools'") as caught:
         json_schema_tool("odd", "Odd.", parameters, lambda **_: None, context_param="ctx")
     assert error in str(caught.value)
 
@@ -231,7 +231,7 @@ def test_an_annotated_field_description_reaches_the_schema_offered_to_the_model(
 
 @pytest.mark.parametrize("name", ["", "get weather!", "wetter/heute", "x" * 129])
 def test_a_tool_name_outside_the_mcp_rule_is_refused_at_registration(name: str) -> None:
-    with pytest.raises(ConfigError, match="tool name .* is not valid: use 1 to 128 characters") as caught:
+    with pytest.raises(ConfigError, match=r"tool name .* is not valid: use 1 to 128 characters") as caught:
         json_schema_tool(name, "Weather.", {"properties": {}}, lambda **_: None)
     assert repr(name) in str(caught.value)
     with pytest.raises(ConfigError, match="is not valid"):

@@ -106,7 +106,8 @@ def _value_ok(value: Any, candidate: Any, kind: str | None) -> bool:
             return False
         return float(value) == float(candidate)
     if isinstance(candidate, list) and isinstance(value, list):
-        return len(value) == len(candidate) and all(_value_ok(v, c, None) for v, c in zip(value, candidate))
+        return len(value) == len(candidate) and all(_value_ok(v, c, None)
+                                                    for v, c in zip(value, candidate, strict=True))
     if isinstance(candidate, dict) and isinstance(value, dict):
         for key, acceptable in candidate.items():
             options = acceptable if isinstance(acceptable, list) else [acceptable]

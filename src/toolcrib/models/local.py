@@ -54,9 +54,12 @@ Tools:
 {tools}
 
 Rules:
-- If the question needs the user's business data (an order, a part, a price, stock, a record, a document or policy), call the tool whose description matches. Never make such data up.
-- Copy identifiers exactly as the user wrote them; never pass an identifier the user did not write. Questions about documents, manuals or policies go to a search tool with a short query.
-- Reply with "answer" for greetings, thanks, general knowledge, writing or arithmetic, and once a tool result holds what the user asked for: then use that result's data in your answer.
+- If the question needs the user's business data (an order, a part, a price, stock, a record, a document or \
+policy), call the tool whose description matches. Never make such data up.
+- Copy identifiers exactly as the user wrote them; never pass an identifier the user did not write. Questions \
+about documents, manuals or policies go to a search tool with a short query.
+- Reply with "answer" for greetings, thanks, general knowledge, writing or arithmetic, and once a tool result \
+holds what the user asked for: then use that result's data in your answer.
 
 Examples (the <...> are placeholders, not real values):
 User: Who wrote Hamlet?
@@ -267,7 +270,8 @@ def _load_engine(path: Path, n_ctx: int, n_threads: int | None, n_threads_batch:
     try:
         from llama_cpp import Llama
     except ImportError as exc:
-        raise ModelUnavailable(f"the local model needs llama-cpp-python, which is not importable: {_INSTALL_HINT}") from exc
+        raise ModelUnavailable(
+            f"the local model needs llama-cpp-python, which is not importable: {_INSTALL_HINT}") from exc
     started = time.perf_counter()
     try:
         llama = Llama(

@@ -264,7 +264,7 @@ def _union(choices: list[tuple[CoreSchema, str]]) -> CoreSchema:
     rest = [choice for choice in choices if choice[0]["type"] != "none"]
     if not rest:
         return cs.none_schema()
-    core = rest[0][0] if len(rest) == 1 else cs.union_schema([choice for choice in rest])
+    core = rest[0][0] if len(rest) == 1 else cs.union_schema(list(rest))
     return cs.nullable_schema(core) if len(rest) < len(choices) else core
 
 
