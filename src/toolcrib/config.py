@@ -36,6 +36,20 @@ class ToolsSection(_Section):
     # Offer a tool only once the request or a tool result names what its required identifier looks
     # like; otherwise a model could only call it with an invented id (which the gate would refuse).
     offer_only_groundable: bool = True
+    # Provenance. Tools whose results are content others wrote (e-mails, web pages, supplier portals).
+    untrusted: list[str] = Field(default_factory=list)
+    # Per tool, the arguments that must come from the user or a trusted source.
+    sensitive: dict[str, list[str]] = Field(default_factory=dict)
+    # What a sensitive argument found only in untrusted content (or nowhere) gets: refused, or held with a warning.
+    untrusted_sensitive: Literal["refuse", "warn"] = "refuse"
+    # Per READ tool that contacts an address, the arguments naming where; and where it may go unasked.
+    egress: dict[str, list[str]] = Field(default_factory=dict)
+    egress_allowlist: list[str] = Field(default_factory=list)
+    # Per WRITE/ACTUATE tool, the words of a request that ask for it (default: its name's first word).
+    intent: dict[str, list[str]] = Field(default_factory=dict)
+    # A WRITE/ACTUATE the request did not ask for, proposed after untrusted content was read: "off",
+    # held with a warning ("warn"), or refused ("refuse").
+    unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
 
 
 class DataSection(_Section):

@@ -10,6 +10,8 @@
     │   ├── InvalidArguments      JSON that does not parse, or fails the strict schema / domain checks
     │   ├── UngroundedArgument    an identifier that appears nowhere in the conversation
     │   ├── NotPermitted          the policy denied this principal this call
+    │   │   └── UntrustedSource   a sensitive argument or an egress destination found only in content
+    │   │                         others wrote (or nowhere): refused before any person is asked
     │   ├── ApprovalRequired      a WRITE/ACTUATE call is held until a person approves it
     │   ├── ToolFailed            the tool raised; the message carries no internals
     │   ├── ToolTimeout           the tool ran past its time bound (for writes: outcome unknown)
@@ -65,6 +67,10 @@ class UngroundedArgument(ModelFacingError):
 
 class NotPermitted(ModelFacingError):
     code = "not_permitted"
+
+
+class UntrustedSource(NotPermitted):
+    code = "untrusted_argument"
 
 
 class ApprovalRequired(ModelFacingError):

@@ -6,6 +6,7 @@ the Gate (registry, policy, approvals, audit, envelopes, scanner) and the Runner
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -225,7 +226,30 @@ class Workspace:
                 if tool_name != "*" and tool_name not in known:
                     raise ConfigError(f"tool '{tool_name}' is not defined by any tools module or builtin",
                                       file=self.config_file, key=f"groups.{group}")
-        return registry
+        cfg = self.config.tools
+        for key, names in (("untrusted", cfg.untrusted), ("sensitive", cfg.sensitive), ("egress", cfg.egress),
+                           ("intent", cfg.intent)):
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise ConfigError(f"no tool named {', '.join(unknown)}", file=self.config_file, key=f"tools.{key}")
+        return Registry(self._with_provenance(t) for t in registry)
+
+    def _with_provenance(self, tool: Tool) -> Tool:
+        """``tool`` with what ``[tools]`` declares about where its results and arguments come from."""
+        cfg = self.config.tools
+        changes: dict[str, Any] = {}
+        if tool.name in cfg.untrusted:
+            changes["trusted"] = False
+        for key, declared in (("sensitive", cfg.sensitive), ("egress", cfg.egress)):
+            if tool.name in declared:
+                missing = [a for a in declared[tool.name] if a not in tool.parameters.get("properties", {})]
+                if missing:
+                    raise ConfigError(f"{tool.name} has no argument {', '.join(missing)}", file=self.config_file,
+                                      key=f"tools.{key}.{tool.name}")
+                changes[key] = tuple(declared[tool.name])
+        if tool.name in cfg.intent:
+            changes["intent"] = tuple(cfg.intent[tool.name])
+        return dataclasses.replace(tool, **changes) if changes else tool
 
     def _builtin_tool(self, name: str) -> Tool:
         if name == "sql_query":
@@ -302,11 +326,14 @@ class Workspace:
                       default_access=self.config.retrieval.default_access, reindex=reindex)
 
     def retriever(self) -> HybridRetriever:
-        """The hybrid retriever over the workspace index; the first use builds the index from the documents."""
-        from toolcrib.retrieval import DEFAULT_THRESHOLD, HybridRetriever
+        """The hybrid retriever over the workspace index; the first use builds the index from the documents
+        (and rebuilds one an earlier toolcrib laid out differently)."""
+        from toolcrib.retrieval import DEFAULT_THRESHOLD, HybridRetriever, IndexSettings
 
         index = self.index()
-        if index.settings() is None and self.documents_dir is not None and self.documents_dir.exists():
+        settings = index.settings()
+        if ((settings is None or settings.layout != IndexSettings.layout)
+                and self.documents_dir is not None and self.documents_dir.exists()):
             print("Indexing the workspace documents (first use only)…", file=sys.stderr)
             self.ingest(index=index)  # the same index object sees the new commit
         cfg = self.config.retrieval
@@ -333,7 +360,10 @@ class Workspace:
                     if self.config.envelopes else None)
         return cls(self.registry, self.policy,
                    settings=GateSettings(max_result_chars=self.config.tools.max_result_chars,
-                                         approval_ttl_s=self.config.policy.approval_ttl_s),
+                                         approval_ttl_s=self.config.policy.approval_ttl_s,
+                                         untrusted_sensitive=self.config.tools.untrusted_sensitive,
+                                         egress_allowlist=tuple(self.config.tools.egress_allowlist),
+                                         unrequested_writes=self.config.tools.unrequested_writes),
                    approvals=approvals or self.approvals(), audit=audit or self.audit(),
                    envelope=envelope, scanner=PatternScanner())
 

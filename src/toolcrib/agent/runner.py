@@ -110,9 +110,11 @@ class Runner:
         if paused.user_id != principal.user_id:
             raise NotPermitted(f"run {run_id} belongs to another user")
         tracer = self.tracer_factory()
+        grounding = Grounding()
+        for source, text in paused.grounding:
+            grounding.add(text, source)
         run = _Run(paused.question, principal, tracer,
-                   CallContext(principal, tracer, Grounding(paused.question, *paused.grounding),
-                               self.resources, run_id),
+                   CallContext(principal, tracer, grounding, self.resources, run_id, question=paused.question),
                    paused.messages, run_id)
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_RESUMED, "Resume paused run", decided_by="human",
@@ -143,7 +145,7 @@ class Runner:
     def _start(self, question: str, principal: Principal, mode: Mode) -> _Run:
         tracer = self.tracer_factory()
         run_id = uuid.uuid4().hex[:12]
-        cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id)
+        cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id, question=question)
         extra = "\n".join(p for p in (self.settings.system_prompt,
                                       prompts.SINGLE_CALL if mode == "single" else "") if p)
         system = prompts.SYSTEM.format(name=self.settings.name, example_id="lookup_part#1", extra=extra)
@@ -321,8 +323,7 @@ class Runner:
                  f"this run with `toolcrib ask --resume {run.run_id}`." for o in pending]
         if self.runs is not None:
             self.runs.save(PausedRun(run.run_id, run.principal.user_id, run.question, mode, run.messages,
-                                     [(o.call, o.proposal_id or "") for o in pending],
-                                     [str(o.payload.get("data", "")) for o in run.outcomes if o.ok]))
+                                     [(o.call, o.proposal_id or "") for o in pending], run.cctx.grounding.sources))
         return self._finish(run, "\n".join(lines), outcome="paused")
 
     def _finish(self, run: _Run, text: str, *, outcome: Outcome, abstained: bool = False) -> Answer:

@@ -18,8 +18,24 @@ if TYPE_CHECKING:
 
 
 def list_pending(ws: Workspace) -> list[dict[str, Any]]:
+    """Each pending call with what its approver needs: the question behind it, where each argument was
+    found (an empty list: the model wrote it) and the warnings."""
     return [{"id": p.id, "tool": p.tool, "arguments": p.arguments, "requester": p.requester, "tenant": p.tenant,
-             "resource_version": p.resource_version, "run_id": p.run_id} for p in ws.approvals().pending()]
+             "resource_version": p.resource_version, "run_id": p.run_id, **p.review.to_dict()}
+            for p in ws.approvals().pending()]
+
+
+def _show(row: dict[str, Any]) -> None:
+    click.echo(f"{row['id']}  {row['tool']}({json.dumps(row['arguments'], sort_keys=True)})  "
+               f"asked by {row['requester']}  resource version {row['resource_version'] or '-'}")
+    if row["question"]:
+        click.echo(f"    question: {row['question']!r}")
+    for name, value in row["arguments"].items():
+        if name in row["provenance"]:
+            where = ", ".join(row["provenance"][name]) or "not found in the conversation: the model wrote it"
+            click.echo(f"    {name} {json.dumps(value)}: {where}")
+    for warning in row["warnings"]:
+        click.secho(f"    WARNING: {warning}", fg="yellow")
 
 
 def decide(ws: Workspace, proposal_id: str, approver: Principal, *, reject: bool = False,
@@ -70,8 +86,7 @@ def approve_cmd(proposal_id: str | None, user: str | None, reject: bool, reason:
         if not rows:
             click.echo("No proposals are waiting for approval.")
         for row in rows:
-            click.echo(f"{row['id']}  {row['tool']}({json.dumps(row['arguments'], sort_keys=True)})  "
-                       f"asked by {row['requester']}  resource version {row['resource_version'] or '-'}")
+            _show(row)
         return
     result = decide(ws, proposal_id, ws.principal(user), reject=reject, reason=reason)
     click.echo(json.dumps(result) if as_json else result["message"])

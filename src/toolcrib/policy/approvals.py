@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from toolcrib.policy._connections import PostgresConnection, SQLiteConnection
 from toolcrib.policy.canonical import canonical_json
 from toolcrib.policy.principal import Principal
-from toolcrib.policy.proposals import Approval, ApprovalRefused, Proposal, RefusalReason, proposal_hash
+from toolcrib.policy.proposals import Approval, ApprovalRefused, Proposal, RefusalReason, Review, proposal_hash
 
 OUTCOMES = frozenset({"executed", "failed", "outcome_unknown"})
 _FINISHED = OUTCOMES | {"executing"}
@@ -41,8 +41,10 @@ class ApprovalStore(ABC):
         *,
         run_id: str = "",
         trace_id: str = "",
+        review: Review | None = None,
     ) -> Proposal:
-        """Store a proposal; the same call still pending (or approved, unused) returns the existing one."""
+        """Store a proposal with what its approver is shown (``review``); the same call, with the same
+        provenance, still pending (or approved, unused) returns the existing one."""
 
     @abstractmethod
     def get(self, proposal_id: str) -> Proposal | None:
@@ -139,6 +141,7 @@ class _ProposalRow:
     decided_at: float | None
     expires_at: float | None
     used_at: float | None
+    review: str  # canonical JSON of the proposal's Review
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> _ProposalRow:
@@ -150,6 +153,7 @@ class _ProposalRow:
             tenant=self.tenant, policy_version=self.policy_version, resource_version=self.resource_version,
             hash=self.hash, created_at=self.created_at, run_id=self.run_id, trace_id=self.trace_id,
             status=self.status, decided_by=self.decided_by, reason=self.reason,
+            review=Review.from_dict(json.loads(self.review or "{}")),
         )
 
     def approval(self) -> Approval | None:
@@ -208,10 +212,12 @@ class _SQLApprovalStore(ApprovalStore):
         *,
         run_id: str = "",
         trace_id: str = "",
+        review: Review | None = None,
     ) -> Proposal:
         args_json = canonical_json(dict(arguments))
+        review = review or Review()
         digest = proposal_hash(tool, arguments, requester.user_id, requester.tenant,
-                               policy_version, resource_version)
+                               policy_version, resource_version, review)
         now = self._clock()
         with self._tx() as cur:
             self._lock_key(cur, "toolcrib.proposal:" + digest)
@@ -228,15 +234,15 @@ class _SQLApprovalStore(ApprovalStore):
                 id="prop_" + secrets.token_hex(8), tool=tool, arguments=json.loads(args_json),
                 requester=requester.user_id, tenant=requester.tenant, policy_version=policy_version,
                 resource_version=resource_version, hash=digest, created_at=now, run_id=run_id,
-                trace_id=trace_id,
+                trace_id=trace_id, review=review,
             )
             cur.execute(
                 self._sql("INSERT INTO toolcrib_proposals (id, tool, arguments, requester, tenant,"
                           " policy_version, resource_version, hash, created_at, run_id, trace_id,"
-                          " status, decided_by, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                          " 'pending', '', '')"),
+                          " status, decided_by, reason, review) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                          " 'pending', '', '', ?)"),
                 (proposal.id, tool, args_json, requester.user_id, requester.tenant, policy_version,
-                 resource_version, digest, now, run_id, trace_id),
+                 resource_version, digest, now, run_id, trace_id, canonical_json(review.to_dict())),
             )
         return proposal
 
@@ -402,7 +408,7 @@ def _mismatch(
     """"edited" when the call itself changed, "stale" when only its context did."""
     if tool is not None and arguments is not None:
         same_call = proposal_hash(tool, arguments, stored.requester, stored.tenant,
-                                  stored.policy_version, stored.resource_version) == stored.hash
+                                  stored.policy_version, stored.resource_version, stored.review) == stored.hash
         return "stale" if same_call else "edited"
     if current_resource_version is not None and current_resource_version != stored.resource_version:
         return "stale"
@@ -415,7 +421,8 @@ CREATE TABLE IF NOT EXISTS toolcrib_proposals (
     tenant TEXT NOT NULL, policy_version TEXT NOT NULL, resource_version TEXT NOT NULL,
     hash TEXT NOT NULL, created_at REAL NOT NULL, run_id TEXT NOT NULL, trace_id TEXT NOT NULL,
     status TEXT NOT NULL, decided_by TEXT NOT NULL, reason TEXT NOT NULL,
-    decided_at REAL, expires_at REAL, used_at REAL, outcome TEXT, finished_at REAL
+    decided_at REAL, expires_at REAL, used_at REAL, outcome TEXT, finished_at REAL,
+    review TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_hash ON toolcrib_proposals (hash);
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (status, tenant);
@@ -436,6 +443,10 @@ class SQLiteApprovalStore(_SQLApprovalStore):
         self.path = os.fspath(path)
         self._db = SQLiteConnection(self.path)
         self._db.migrate([s for s in _SQLITE_SCHEMA.split(";") if s.strip()])
+        with self._tx() as cur:  # a store from before reviews were kept (SQLite has no ADD COLUMN IF NOT EXISTS)
+            cur.execute("SELECT name FROM pragma_table_info('toolcrib_proposals')")
+            if "review" not in {row[0] for row in cur.fetchall()}:
+                cur.execute("ALTER TABLE toolcrib_proposals ADD COLUMN review TEXT NOT NULL DEFAULT '{}'")
 
 
 _POSTGRES_SCHEMA = """
@@ -445,8 +456,9 @@ CREATE TABLE IF NOT EXISTS toolcrib_proposals (
     hash TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, run_id TEXT NOT NULL,
     trace_id TEXT NOT NULL, status TEXT NOT NULL, decided_by TEXT NOT NULL, reason TEXT NOT NULL,
     decided_at DOUBLE PRECISION, expires_at DOUBLE PRECISION, used_at DOUBLE PRECISION,
-    outcome TEXT, finished_at DOUBLE PRECISION
+    outcome TEXT, finished_at DOUBLE PRECISION, review TEXT NOT NULL DEFAULT '{}'
 );
+ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS review TEXT NOT NULL DEFAULT '{}';
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_hash ON toolcrib_proposals (hash);
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (status, tenant);
 """

@@ -30,6 +30,25 @@ _REFUSAL_MESSAGES: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class Review:
+    """What the approver is shown besides the call: the question that led to it, where each argument's
+    value was found (source labels; an empty list: the model wrote it), and warnings."""
+
+    question: str = ""
+    provenance: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question": self.question, "provenance": self.provenance, "warnings": self.warnings}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Review:
+        return cls(str(data.get("question", "")), {str(k): [str(s) for s in v] for k, v in
+                                                   dict(data.get("provenance") or {}).items()},
+                   [str(w) for w in data.get("warnings") or []])
+
+
 def proposal_hash(
     tool: str,
     arguments: Mapping[str, Any],
@@ -37,20 +56,22 @@ def proposal_hash(
     tenant: str,
     policy_version: str,
     resource_version: str,
+    review: Review | None = None,
 ) -> str:
-    """SHA-256 over the canonical JSON of everything an approval is bound to."""
-    return sha256_hex(
-        canonical_json(
-            {
-                "tool": tool,
-                "arguments": dict(arguments),
-                "requester": requester,
-                "tenant": tenant,
-                "policy_version": policy_version,
-                "resource_version": resource_version,
-            }
-        )
-    )
+    """SHA-256 over the canonical JSON of everything an approval is bound to: the call, who asked,
+    the policy and resource versions, and where its arguments came from (with the warnings shown)."""
+    bound: dict[str, Any] = {
+        "tool": tool,
+        "arguments": dict(arguments),
+        "requester": requester,
+        "tenant": tenant,
+        "policy_version": policy_version,
+        "resource_version": resource_version,
+    }
+    if review is not None and (review.provenance or review.warnings):
+        bound["provenance"] = review.provenance
+        bound["warnings"] = review.warnings
+    return sha256_hex(canonical_json(bound))
 
 
 @dataclass(frozen=True)
@@ -71,6 +92,7 @@ class Proposal:
     status: str = "pending"
     decided_by: str = ""
     reason: str = field(default="", compare=False)
+    review: Review = field(default_factory=Review)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ class DocumentMeta:
     version: str = ""
     effective_date: str = ""
     family: str = ""
+    trusted: bool = True  # False: written outside the organisation (metadata ``untrusted = true``)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ class Passage:
         meta = self.chunk.meta
         return CitedPassage(citation=self.citation, text=self.chunk.context or self.chunk.text, title=meta.title,
                             section=self.chunk.section, page=self.chunk.page, version=meta.version,
-                            effective_date=meta.effective_date, score=self.score)
+                            effective_date=meta.effective_date, score=self.score, doc_id=meta.doc_id,
+                            trusted=meta.trusted)
 
     def to_dict(self) -> dict[str, object]:
         return self.cited().to_dict()

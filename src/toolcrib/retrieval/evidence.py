@@ -59,6 +59,8 @@ class CitedPassage:
     version: str = ""
     effective_date: str = ""
     score: float = 0.0
+    doc_id: str = ""
+    trusted: bool = True  # False: its document was written outside the organisation
 
     @property
     def source(self) -> str:
@@ -67,9 +69,13 @@ class CitedPassage:
         return (self.title or self.citation) + (f" — {where}" if where else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"citation": self.citation, "title": self.title, "section": self.section, "page": self.page,
-                "version": self.version, "effective_date": self.effective_date, "score": round(self.score, 4),
-                "text": self.text}
+        out: dict[str, Any] = {
+            "citation": self.citation, "title": self.title, "section": self.section, "page": self.page,
+            "version": self.version, "effective_date": self.effective_date, "score": round(self.score, 4),
+            "text": self.text}
+        if not self.trusted:  # the model sees it too: this passage is someone else's words
+            out["untrusted"] = True
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> CitedPassage | None:
@@ -80,7 +86,8 @@ class CitedPassage:
                    title=str(data.get("title") or ""), section=str(data.get("section") or ""),
                    page=page if isinstance(page, int) else None, version=str(data.get("version") or ""),
                    effective_date=str(data.get("effective_date") or ""),
-                   score=float(data["score"]) if isinstance(data.get("score"), (int, float)) else 0.0)
+                   score=float(data["score"]) if isinstance(data.get("score"), (int, float)) else 0.0,
+                   doc_id=str(data["citation"]).split("#", 1)[0], trusted=data.get("untrusted") is not True)
 
 
 @dataclass(frozen=True)

@@ -22,20 +22,23 @@ class IndexSettings:
     embedder: str
     chunker: str
     dim: int
+    layout: int = 2  # what each row stores; 2 added the document's trust
 
     def to_dict(self) -> dict[str, Any]:
-        return {"embedder": self.embedder, "chunker": self.chunker, "dim": self.dim}
+        return {"embedder": self.embedder, "chunker": self.chunker, "dim": self.dim, "layout": self.layout}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexSettings:
-        return cls(embedder=str(data["embedder"]), chunker=str(data["chunker"]), dim=int(data["dim"]))
+        return cls(embedder=str(data["embedder"]), chunker=str(data["chunker"]), dim=int(data["dim"]),
+                   layout=int(data.get("layout", 1)))
 
     def require_same(self, wanted: IndexSettings, where: str) -> None:
         """Raise ConfigError, saying how to rebuild, when ``wanted`` differs from these settings."""
         diffs = [f"{name} '{have}' (this run: '{want}')"
                  for name, have, want in (("embedder", self.embedder, wanted.embedder),
                                           ("chunker", self.chunker, wanted.chunker),
-                                          ("dimensions", self.dim, wanted.dim)) if have != want]
+                                          ("dimensions", self.dim, wanted.dim),
+                                          ("row layout", self.layout, wanted.layout)) if have != want]
         if diffs:
             raise ConfigError(
                 f"the index was built with {', '.join(diffs)}; mixing them would corrupt search. "

@@ -63,7 +63,8 @@ def ingest(
     Unchanged documents (same content hash, sidecar included) are skipped, changed ones replaced,
     and indexed documents whose file under ``paths`` is gone are removed. Everything is staged
     first and committed in one ``Index.apply``: killed at any point, the index keeps its previous
-    state. An index built with another embedder or chunker is refused unless ``reindex``.
+    state. An index built with another embedder or chunker is refused unless ``reindex``; one an
+    earlier toolcrib laid out differently is rebuilt.
     """
     started = time.perf_counter()
     if isinstance(paths, (str, Path)):
@@ -72,6 +73,8 @@ def ingest(
     report = IngestReport()
     settings = index_settings(embedder, chunker)
     current = index.settings()
+    if current is not None and current.layout != settings.layout:
+        reindex = True  # toolcrib now stores more per row: rebuild from the files, which are all still here
     if current is not None and not reindex:
         current.require_same(settings, index.location)
     indexed = {} if reindex else index.documents()

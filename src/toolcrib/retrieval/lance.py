@@ -30,7 +30,7 @@ _TABLE = "chunks"
 _COMMIT_FILE = "toolcrib-index.json"
 _TAG = "toolcrib-committed"
 _META_COLUMNS = ["doc_id", "chunk_id", "text", "context", "section", "page", "title", "version",
-                 "effective_date", "family", "source_path", "content_hash", "access"]
+                 "effective_date", "family", "source_path", "content_hash", "access", "trusted"]
 
 
 def _lancedb() -> Any:
@@ -138,7 +138,7 @@ class LanceIndex(Index):
         if table is None:
             return {}
         columns = ["doc_id", "title", "source_path", "content_hash", "access", "version",
-                   "effective_date", "family"]
+                   "effective_date", "family", "trusted"]
         rows = table.search().select(columns).limit(None).to_arrow().to_pylist()
         out: dict[str, DocumentMeta] = {}
         for row in rows:
@@ -146,7 +146,7 @@ class LanceIndex(Index):
                 out[row["doc_id"]] = DocumentMeta(
                     doc_id=row["doc_id"], title=row["title"], source_path=row["source_path"],
                     content_hash=row["content_hash"], access=tuple(row["access"]), version=row["version"],
-                    effective_date=row["effective_date"], family=row["family"])
+                    effective_date=row["effective_date"], family=row["family"], trusted=row["trusted"])
         return out
 
     def apply(self, changes: IndexChanges) -> None:
@@ -274,7 +274,7 @@ def _schema(pa: Any, dim: int) -> Any:
         ("uid", text), ("doc_id", text), ("chunk_id", text), ("text", text), ("search_text", text),
         ("context", text), ("section", text), ("page", pa.int32()), ("title", text), ("version", text),
         ("effective_date", text), ("family", text), ("source_path", text), ("content_hash", text),
-        ("access", pa.list_(text)), ("vector", pa.list_(pa.float32(), dim)),
+        ("access", pa.list_(text)), ("trusted", pa.bool_()), ("vector", pa.list_(pa.float32(), dim)),
     ])
 
 
@@ -296,6 +296,7 @@ def _rows(pa: Any, chunks: list[Chunk], vectors: Vectors, dim: int) -> Any:
         "source_path": [c.meta.source_path for c in chunks],
         "content_hash": [c.meta.content_hash for c in chunks],
         "access": [list(c.meta.access) for c in chunks],
+        "trusted": [c.meta.trusted for c in chunks],
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dim),
     }
     return pa.table(columns, schema=_schema(pa, dim))
@@ -304,6 +305,7 @@ def _rows(pa: Any, chunks: list[Chunk], vectors: Vectors, dim: int) -> Any:
 def _chunk(row: dict[str, Any]) -> Chunk:
     meta = DocumentMeta(doc_id=row["doc_id"], title=row["title"], source_path=row["source_path"],
                         content_hash=row["content_hash"], access=tuple(row["access"]),
-                        version=row["version"], effective_date=row["effective_date"], family=row["family"])
+                        version=row["version"], effective_date=row["effective_date"], family=row["family"],
+                        trusted=row["trusted"])
     return Chunk(meta=meta, chunk_id=row["chunk_id"], text=row["text"], section=row["section"],
                  page=row["page"], context=row["context"])

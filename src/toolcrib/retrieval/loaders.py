@@ -103,9 +103,15 @@ def load_document(path: Path, *, root: Path | None = None, default_access: Seque
             version=version,
             effective_date=_text(meta.get("effective_date") or meta.get("effective")),
             family=slug(str(meta.get("family") or _family_of(doc_id))),
+            trusted=not _flag(meta.get("untrusted")),
         ),
         blocks=tuple(blocks),
     )
+
+
+def _flag(value: object) -> bool:
+    """A metadata yes/no: TOML booleans, or "true"/"yes"/"1" in front matter."""
+    return value is True or str(value).strip().lower() in ("true", "yes", "1")
 
 
 def slug(value: str) -> str:

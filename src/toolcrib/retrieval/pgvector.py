@@ -21,7 +21,7 @@ from toolcrib.retrieval.index import Hit, Index, IndexChanges, IndexSettings, qu
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 _COLUMNS = ("doc_id, chunk_id, text, context, section, page, title, version, effective_date, family, "
-            "source_path, content_hash, access")
+            "source_path, content_hash, access, trusted")
 
 
 def _psycopg() -> Any:
@@ -87,7 +87,7 @@ class PgVectorIndex(Index):
             search_text text NOT NULL, context text NOT NULL, section text NOT NULL, page integer,
             title text NOT NULL, version text NOT NULL, effective_date text NOT NULL, family text NOT NULL,
             source_path text NOT NULL, content_hash text NOT NULL, access text[] NOT NULL,
-            embedding vector({dim}) NOT NULL,
+            trusted boolean NOT NULL DEFAULT true, embedding vector({dim}) NOT NULL,
             tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', search_text)) STORED)""")
         cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_doc ON {n}_chunks (doc_id)")
         cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_access ON {n}_chunks USING gin (access)")
@@ -110,9 +110,10 @@ class PgVectorIndex(Index):
             if not self._exists(cur):
                 return {}
             cur.execute(f"SELECT DISTINCT ON (doc_id) doc_id, title, source_path, content_hash, access, "
-                        f"version, effective_date, family FROM {self.name}_chunks ORDER BY doc_id")
+                        f"version, effective_date, family, trusted FROM {self.name}_chunks ORDER BY doc_id")
             return {r[0]: DocumentMeta(doc_id=r[0], title=r[1], source_path=r[2], content_hash=r[3],
-                                       access=tuple(r[4]), version=r[5], effective_date=r[6], family=r[7])
+                                       access=tuple(r[4]), version=r[5], effective_date=r[6], family=r[7],
+                                       trusted=r[8])
                     for r in cur.fetchall()}
         result: dict[str, DocumentMeta] = self._run(work)
         return result
@@ -137,13 +138,13 @@ class PgVectorIndex(Index):
             if changes.chunks:
                 with cur.copy(f"COPY {n}_chunks (uid, doc_id, chunk_id, text, search_text, context, "
                               "section, page, title, version, effective_date, family, source_path, "
-                              "content_hash, access, embedding) FROM STDIN") as copy:
+                              "content_hash, access, trusted, embedding) FROM STDIN") as copy:
                     for chunk, vector in zip(changes.chunks, changes.vectors, strict=True):
                         m = chunk.meta
                         copy.write_row((chunk.citation, m.doc_id, chunk.chunk_id, chunk.text,
                                         chunk.search_text, chunk.context, chunk.section, chunk.page,
                                         m.title, m.version, m.effective_date, m.family, m.source_path,
-                                        m.content_hash, list(m.access), _vector_literal(vector)))
+                                        m.content_hash, list(m.access), m.trusted, _vector_literal(vector)))
             cur.execute(f"INSERT INTO {n}_meta (key, value) VALUES ('settings', %s) "
                         "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                         (json.dumps(changes.settings.to_dict()),))
@@ -211,5 +212,6 @@ class PgVectorIndex(Index):
 
 def _chunk(row: Sequence[Any]) -> Chunk:
     meta = DocumentMeta(doc_id=row[0], title=row[6], source_path=row[10], content_hash=row[11],
-                        access=tuple(row[12]), version=row[7], effective_date=row[8], family=row[9])
+                        access=tuple(row[12]), version=row[7], effective_date=row[8], family=row[9],
+                        trusted=row[13])
     return Chunk(meta=meta, chunk_id=row[1], text=row[2], context=row[3], section=row[4], page=row[5])

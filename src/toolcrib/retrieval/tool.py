@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from toolcrib.errors import ToolFailed
+from toolcrib.retrieval.evidence import Evidence
+from toolcrib.tools.grounding import Source
 from toolcrib.tools.tool import Effect, Tool, ToolContext, make_tool
 
 log = logging.getLogger(__name__)
@@ -45,10 +48,18 @@ def _vector_search(
     return result
 
 
+def passage_sources(data: Any) -> list[tuple[Source, str]]:
+    """Each passage of a search result as its own text, from its document (with the document's trust)."""
+    evidence = Evidence.from_payload(data)
+    if evidence is None:
+        return [(Source("tool", "vector_search"), json.dumps(data, ensure_ascii=False, default=str))]
+    return [(Source("document", p.doc_id, p.trusted), f"{p.title}\n{p.section}\n{p.text}") for p in evidence.passages]
+
+
 def make_vector_search_tool() -> Tool:
     """A fresh ``vector_search`` Tool (READ: runs without approval, may run in parallel, cacheable)."""
     return make_tool(_vector_search, name="vector_search", effect=Effect.READ, timeout_s=15.0,
-                     tags=("retrieval",))
+                     tags=("retrieval",), result_sources=passage_sources)
 
 
 vector_search = make_vector_search_tool()

@@ -4,10 +4,11 @@ effect policy -> bounded execution -> normalized result. The model proposes; the
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolcrib.errors import (
     ApprovalRequired,
@@ -19,14 +20,15 @@ from toolcrib.errors import (
     ToolTimeout,
     UngroundedArgument,
     UnknownTool,
+    UntrustedSource,
 )
 from toolcrib.models.base import ToolCall
 from toolcrib.policy.audit import AuditStore, redact_arguments
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
-from toolcrib.policy.proposals import proposal_hash
+from toolcrib.policy.proposals import Review, proposal_hash
 from toolcrib.tools.cache import ResultCache, cache_key
-from toolcrib.tools.grounding import Grounding
+from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.registry import Offer, Registry
 from toolcrib.tools.result import CallOutcome, Status, error_payload, ok_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
@@ -49,6 +51,8 @@ class CallContext:
     resources: Mapping[str, Any] = field(default_factory=dict)
     run_id: str = ""
     offer: Offer | None = None  # what the model was last offered; None: whatever the policy offers
+    question: str = ""  # the user's request, shown to an approver next to the call
+    flags: list[str] = field(default_factory=list)  # what the scanner flagged in this run's results
 
 
     def tool_context(self) -> ToolContext:
@@ -61,6 +65,14 @@ class GateSettings:
     read_retries: int = 2
     retry_backoff_s: float = 0.05
     approval_ttl_s: float = 900.0
+    # a tool's sensitive argument found only in content others wrote, or nowhere: refuse the call
+    # before anyone is asked, or hold it with a warning
+    untrusted_sensitive: Literal["refuse", "warn"] = "refuse"
+    # where an egress READ may go without the user naming it: exact values or prefixes ("https://x/")
+    egress_allowlist: tuple[str, ...] = ()
+    # a WRITE/ACTUATE the request did not ask for (``Tool.requested_by``), proposed once the run has
+    # read content others wrote: allowed ("off"), held with a warning, or refused
+    unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
 
 
 class Gate:
@@ -128,6 +140,7 @@ class Gate:
         try:
             tool, values = self.admit(call, cctx)
             if tool.effect is Effect.READ:
+                self._check_egress(tool, values, cctx)
                 outcome = await self._run_read(call, tool, values, cctx, start)
             else:
                 outcome = await self._run_effect(call, tool, values, cctx, proposal_id, start)
@@ -154,6 +167,54 @@ class Gate:
     def _is_read(self, call: ToolCall) -> bool:
         tool = self.registry.get(call.name)
         return tool is not None and tool.effect is Effect.READ
+
+    # -- provenance -------------------------------------------------------------------------------
+
+    def review(self, tool: Tool, values: Mapping[str, Any], cctx: CallContext) -> Review:
+        """Where each argument of a WRITE/ACTUATE call was found, and what its approver must be warned
+        about: values found only in content others wrote, a tool the request did not ask for proposed
+        after such content was read, and every scanner flag of the run. A sensitive argument with no
+        trusted source (``untrusted_sensitive``) or an unrequested write (``unrequested_writes``) may
+        be refused here instead, before any person is asked."""
+        provenance: dict[str, list[str]] = {}
+        warnings: list[str] = []
+        for name, value in values.items():
+            if value in (None, "", [], {}):
+                continue
+            sources = cctx.grounding.sources_of(value)
+            provenance[name] = [s.label for s in sources]
+            shown = json.dumps(value, ensure_ascii=False)[:80]
+            if name in tool.sensitive and not any(s.trusted for s in sources):
+                where = ", ".join(provenance[name]) or "nowhere in the conversation: the model wrote it"
+                problem = (f"{tool.name}: {name} {shown} must come from the user or a trusted source; it was found "
+                           f"only in {where}")
+                if self.settings.untrusted_sensitive == "refuse":
+                    raise UntrustedSource(problem + "; ask the user to confirm the value in their own words")
+                warnings.append(problem)
+            elif sources and not any(s.trusted for s in sources):
+                warnings.append(f"{name} {shown} appears only in content others wrote: {', '.join(provenance[name])}")
+        mode = self.settings.unrequested_writes
+        if mode != "off" and cctx.grounding.read_untrusted and not tool.requested_by(cctx.question):
+            problem = (f"{tool.name} was not asked for in the request, and the run had read content others wrote "
+                       "before proposing it")
+            if mode == "refuse":
+                raise UntrustedSource(problem, code="not_requested")
+            warnings.append(problem)
+        warnings += [f"flagged in this run's tool results: {flag}" for flag in cctx.flags]
+        return Review(cctx.question, provenance, warnings)
+
+    def _check_egress(self, tool: Tool, values: Mapping[str, Any], cctx: CallContext) -> None:
+        """A READ that contacts an address goes only where the user, a trusted source or the allowlist says."""
+        for name in tool.egress:
+            value = values.get(name)
+            if value in (None, ""):
+                continue
+            if any(str(value).startswith(allowed) for allowed in self.settings.egress_allowlist):
+                continue
+            if not any(s.trusted for s in cctx.grounding.sources_of(value)):
+                raise UntrustedSource(f"{tool.name}: {name} {json.dumps(value)[:120]} was not given by the user or a "
+                                      "trusted source, and is not on the egress allowlist",
+                                      code="untrusted_destination")
 
     # -- execution --------------------------------------------------------------------------------
 
@@ -193,18 +254,20 @@ class Gate:
         version = tool.resource_version(values, ctx) if tool.resource_version else ""
         principal = cctx.principal
         if proposal_id is None:
+            review = self.review(tool, values, cctx)
             proposal = self.approvals.propose(tool.name, values, principal, self.policy.version, version,
-                                              run_id=cctx.run_id, trace_id=cctx.tracer.trace_id)
+                                              run_id=cctx.run_id, trace_id=cctx.tracer.trace_id, review=review)
+            shown = {"provenance": review.provenance, "warnings": review.warnings}
             self._audit("proposed", actor=principal.user_id, decided_by="model", tool=tool.name,
                         proposal_id=proposal.id, cctx=cctx, detail={"arguments": self._redacted(tool, values),
-                                                                    "resource_version": version})
+                                                                    "resource_version": version, **shown})
             cctx.tracer.record(EventKind.CALL_HELD, f"Held for approval: {tool.name}", decided_by="policy",
                                tool=tool.name, call_id=call.id, effect=tool.effect.value,
                                arguments=self._redacted(tool, values), status="approval_required",
-                               proposal_id=proposal.id)
+                               proposal_id=proposal.id, detail=shown)
             payload = ApprovalRequired(
                 f"{tool.name} was not run: it is held for a person's approval as proposal {proposal.id}").to_result()
-            payload["proposal"] = {"id": proposal.id, "tool": tool.name, "arguments": values}
+            payload["proposal"] = {"id": proposal.id, "tool": tool.name, "arguments": values, **shown}
             return CallOutcome(call, "approval_required", payload, effect=tool.effect.value, proposal_id=proposal.id)
         held = self.approvals.get(proposal_id)
         if held is None or held.tenant != principal.tenant or held.requester != principal.user_id:
@@ -216,7 +279,8 @@ class Gate:
                                call_id=call.id, effect=tool.effect.value, status=status, proposal_id=proposal_id)
             return CallOutcome(call, "ok" if status == "executed" else "outcome_unknown", result,
                                effect=tool.effect.value, proposal_id=proposal_id)
-        expected = proposal_hash(tool.name, values, principal.user_id, principal.tenant, self.policy.version, version)
+        expected = proposal_hash(tool.name, values, principal.user_id, principal.tenant, self.policy.version, version,
+                                 held.review)
         approval = self.approvals.claim(proposal_id, expected, current_resource_version=version,
                                         tool=tool.name, arguments=values)
         cctx.tracer.record(EventKind.CALL_APPROVED, f"Approved by {approval.approver}: {tool.name}",
@@ -272,6 +336,7 @@ class Gate:
         if self.scanner is not None:
             flags = [f"{f.kind}: {f.excerpt}" for f in self.scanner.scan(str(payload["data"]))]
             if flags:
+                cctx.flags.extend(f"{tool.name}: {flag}" for flag in flags)
                 cctx.tracer.record(EventKind.CONTENT_FLAGGED, f"Untrusted content flagged in {tool.name}",
                                    tool=tool.name, call_id=call.id, detail=flags)
         if not cached:
@@ -283,7 +348,8 @@ class Gate:
             if tool.effect is Effect.READ:
                 self._audit("executed", actor=cctx.principal.user_id, decided_by="code", tool=tool.name,
                             cctx=cctx, detail={"arguments": arguments})
-        cctx.grounding.add(str(payload["data"]))
+        for source, text in tool.sources(payload["data"]):  # a flagged result is not trusted, whoever wrote it
+            cctx.grounding.add(text, Source(source.kind, source.name, False) if flags else source)
         return CallOutcome(call, "ok", payload, effect=tool.effect.value, cached=cached, flags=flags,
                            proposal_id=proposal_id)
 

@@ -1,4 +1,10 @@
-"""Argument grounding: an identifier the model passes must appear in what the user or a tool said.
+"""Argument grounding and provenance: where each value a model passes came from.
+
+Every text a run sees is kept with its ``Source``: the user's request (trusted: it comes from the
+session), a tool's result (trusted or not, as the workspace declares the tool), or a retrieved
+passage (its document's trust, from its metadata). An identifier the model passes must appear in
+one of them, as a whole value (``34`` is not in ``1,340.00``); a WRITE's arguments carry the
+sources they were found in, so the approver sees which came only from content others wrote.
 
 The same sources decide which tools are worth offering: a tool whose required identifier cannot
 appear in them (no order id in "how do refunds work?") could only be called with an invented one,
@@ -7,13 +13,36 @@ which the gate would refuse, so the runner does not offer it and the model is no
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
 
 # What a tool identifier looks like when the tool does not say: a token holding a digit (ORD-1001,
 # F2, 1001) or written in capitals (channel C, HEPA); never a lone "I", or "A" opening a sentence.
 _TOKEN = re.compile(r"[A-Za-z0-9](?:[\w/.-]*[A-Za-z0-9])?")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)$")
+
+SourceKind = Literal["user", "tool", "document"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a text in a run came from, and whether its author is trusted."""
+
+    kind: SourceKind
+    name: str = ""  # the tool's name or the document's id
+    trusted: bool = True
+
+    @property
+    def label(self) -> str:
+        """``user request``, ``tool lookup_part``, ``document supplier-faq (untrusted)``."""
+        what = "user request" if self.kind == "user" else f"{self.kind} {self.name}"
+        return what if self.trusted else f"{what} (untrusted)"
+
+
+USER_REQUEST = Source("user")
 
 
 def _norm(text: str) -> str:
@@ -25,31 +54,116 @@ def _is_word(token: str, text: str, start: int) -> bool:
     return token == "I" or (len(token) == 1 and token.isupper() and bool(_SENTENCE_START.search(text[:start])))
 
 
+def _spellings(value: Any) -> list[str]:
+    """How a scalar may be written in text: 52.0 is also "52" and "52.00"."""
+    if isinstance(value, bool):
+        return [str(value).lower()]
+    if isinstance(value, float) and value.is_integer():
+        return [str(int(value)), f"{value:.2f}", str(value)]
+    if isinstance(value, float):
+        return [str(value), f"{value:.2f}"]
+    return [_norm(str(value))]
+
+
+def _whole(needle: str, haystack: str) -> bool:
+    """``needle`` occurs in ``haystack`` as a whole value: not inside a longer word or number."""
+    if not needle:
+        return False
+    edge_word = needle[0].isalnum(), needle[-1].isalnum()
+    start = haystack.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        before = haystack[start - 1] if start else " "
+        after = haystack[end] if end < len(haystack) else " "
+        inside_number = (before in ".," and start > 1 and haystack[start - 2].isdigit()) or (
+            after in ".," and end + 1 < len(haystack) and haystack[end + 1].isdigit())
+        if not ((edge_word[0] and before.isalnum()) or (edge_word[1] and after.isalnum()) or inside_number):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
+
+
 class Grounding:
-    """The text a run has seen from trusted-to-quote sources: user messages and tool results."""
+    """The texts a run has seen, each with its source. ``Grounding(question)`` starts with the user's."""
 
     def __init__(self, *texts: str) -> None:
-        self._blob = ""
-        self._texts: list[str] = []
+        self._texts: list[tuple[Source, str, str]] = []  # source, text, normalized text
         for t in texts:
             self.add(t)
 
-    def add(self, text: str) -> None:
-        self._blob += "\n" + _norm(text)
-        self._texts.append(text)
+    def add(self, text: str, source: Source = USER_REQUEST) -> None:
+        self._texts.append((source, text, _norm(text)))
+
+    @property
+    def sources(self) -> list[tuple[Source, str]]:
+        """Every text with its source, in the order seen (to persist a paused run)."""
+        return [(source, text) for source, text, _ in self._texts]
+
+    def sources_of(self, value: Any) -> list[Source]:
+        """The sources ``value`` appears in as a whole value, each once, in the order seen. A list
+        (or object) is found where every one of its scalar items is found; empty when any is not."""
+        items = list(_scalars(value))
+        if not items:
+            return []
+        found: list[Source] = []
+        for item in items:
+            spellings = _spellings(item)
+            where = [s for s, _, norm in self._texts if any(_whole(w, norm) for w in spellings)]
+            if not where:
+                return []
+            found += [s for s in where if s not in found]
+        return found
 
     def contains(self, value: Any) -> bool:
-        needle = _norm(str(value))
-        return bool(needle) and needle in self._blob
+        return bool(self.sources_of(value))
+
+    @property
+    def read_untrusted(self) -> bool:
+        """Whether the run has seen any content others wrote."""
+        return any(not source.trusted for source, _, _ in self._texts)
 
     def names_identifier(self, shape: str | None = None) -> bool:
         """Whether these sources hold a token that could be an identifier: one matching ``shape`` (a
         regular expression for the whole token) when given, else anything identifier-like."""
         pattern = re.compile(rf"(?<![\w-])(?:{shape})(?![\w-])") if shape is not None else _TOKEN
-        for text in self._texts:
+        for _, text, _ in self._texts:
             for m in pattern.finditer(text):
                 token = m.group(0)
                 looks_like_id = shape is not None or token.isupper() or any(c.isdigit() for c in token)
                 if looks_like_id and not _is_word(token, text, m.start()):
                     return True
         return False
+
+
+def stems(text: str) -> set[str]:
+    """The words of ``text``, lower case, without common English endings ("reserving" -> "reserv")."""
+    out = set()
+    for word in re.findall(r"[a-z]+", text.lower()):
+        for ending in ("ing", "ed", "es", "s", "e"):
+            if len(word) > len(ending) + 2 and word.endswith(ending):
+                word = word[: -len(ending)]
+                break
+        out.add(word)
+    return out
+
+
+def _scalars(value: Any) -> Iterable[Any]:
+    """The non-empty scalar values inside ``value``."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _scalars(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _scalars(v)
+    elif value is not None and value != "":
+        yield value
+
+
+def source_to_json(source: Source) -> dict[str, Any]:
+    return {"kind": source.kind, "name": source.name, "trusted": source.trusted}
+
+
+def source_from_json(data: Any) -> Source:
+    if not isinstance(data, dict) or data.get("kind") not in ("user", "tool", "document"):
+        raise ValueError(f"not a source: {json.dumps(data)[:80]}")
+    return Source(data["kind"], str(data.get("name", "")), bool(data.get("trusted", True)))

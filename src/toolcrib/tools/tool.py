@@ -16,7 +16,7 @@ from pydantic_core import SchemaValidator
 
 from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.policy.principal import Principal
-from toolcrib.tools.grounding import Grounding
+from toolcrib.tools.grounding import Grounding, Source, stems
 
 
 class Effect(str, Enum):
@@ -61,6 +61,10 @@ DomainCheck = Callable[[dict[str, Any], ToolContext], None]
 # Reads the current version (ETag, row version, hash) of what a WRITE would change, for approvals.
 ResourceVersion = Callable[[dict[str, Any], ToolContext], str]
 
+# Splits a READ's result into the texts it holds, each with its source (a search result: one per
+# passage, labelled by its document). Without it, the whole result is one text from the tool.
+ResultSources = Callable[[Any], list[tuple[Source, str]]]
+
 # The MCP tool-name rule (OpenAI's function names are stricter: 1-64 of A-Za-z0-9_-).
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
@@ -82,6 +86,11 @@ class ToolOptions(TypedDict, total=False):
     resource_version: ResourceVersion | None
     max_result_chars: int | None
     tags: Sequence[str]
+    trusted: bool
+    result_sources: ResultSources | None
+    sensitive: Sequence[str]
+    egress: Sequence[str]
+    intent: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,27 @@ class Tool:
     is_async: bool = False
     max_result_chars: int | None = None
     tags: frozenset[str] = frozenset()
+    # provenance: whether results are the workspace's own data (False: content others wrote, such as
+    # e-mails, web pages, supplier documents); arguments that must come from the user or a trusted
+    # source; for a READ that contacts an address, the arguments naming where it goes
+    trusted: bool = True
+    result_sources: ResultSources | None = None
+    sensitive: tuple[str, ...] = ()
+    egress: tuple[str, ...] = ()
+    intent: tuple[str, ...] = ()  # words of a request that ask for this tool (default: its name's verb)
+
+    def requested_by(self, request: str) -> bool:
+        """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
+        declared words, the first word of its name, its verb: "reserve" for reserve_stock."""
+        words = self.intent or (re.split(r"[_.\-]", self.name)[0],)
+        return bool(stems(" ".join(words)) & stems(request))
+
+    def sources(self, data: Any) -> list[tuple[Source, str]]:
+        """The texts of one result of this tool, each with where it came from."""
+        if self.result_sources is not None:
+            return self.result_sources(data)
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        return [(Source("tool", self.name, self.trusted), text)]
 
     def __post_init__(self) -> None:
         if not _TOOL_NAME.fullmatch(self.name):
@@ -246,9 +276,11 @@ def assemble_tool(
     effect = options.get("effect", Effect.READ)
     read = effect is Effect.READ
     identifiers = tuple(dict.fromkeys(options.get("identifiers", ())))
-    undeclared = [i for i in identifiers if i not in parameters.get("properties", {})]
-    if undeclared:
-        raise ConfigError(f"tool '{name}': identifiers {undeclared} are not among its parameters", key="tools")
+    declared = parameters.get("properties", {})
+    for option in ("identifiers", "sensitive", "egress"):
+        undeclared = [i for i in options.get(option, ()) if i not in declared]  # type: ignore[attr-defined]
+        if undeclared:
+            raise ConfigError(f"tool '{name}': {option} {undeclared} are not among its parameters", key="tools")
     idempotent = options.get("idempotent")
     cache_ttl_s = options.get("cache_ttl_s")
     return Tool(
@@ -270,6 +302,11 @@ def assemble_tool(
         is_async=inspect.iscoroutinefunction(fn),
         max_result_chars=options.get("max_result_chars"),
         tags=frozenset(options.get("tags", ())),
+        trusted=options.get("trusted", True),
+        result_sources=options.get("result_sources"),
+        sensitive=tuple(options.get("sensitive", ())),
+        egress=tuple(options.get("egress", ())),
+        intent=tuple(options.get("intent", ())),
     )
 
 
