@@ -9,15 +9,16 @@ from toolcrib.policy.audit import (
     SQLiteAuditStore,
     redact_arguments,
 )
+from toolcrib.policy.cues import Cue
 from toolcrib.policy.envelope import Limit, SafetyEnvelope
 from toolcrib.policy.policy import AllowAll, Decision, GroupPolicy, Policy
 from toolcrib.policy.principal import Principal
-from toolcrib.policy.proposals import Approval, ApprovalRefused, Proposal, proposal_hash
-from toolcrib.policy.scanner import Flag, PatternScanner, Scanner
+from toolcrib.policy.proposals import Approval, ApprovalRefused, Proposal, Review, proposal_hash
+from toolcrib.policy.scanner import ClassifierScanner, Flag, PatternScanner, Scanner
 
 __all__ = [
     "AllowAll", "Approval", "ApprovalRefused", "ApprovalStore", "AuditRecord", "AuditStore", "AuditVerification",
-    "Decision", "Flag", "GroupPolicy", "Limit", "PatternScanner", "Policy", "PostgresApprovalStore",
-    "PostgresAuditStore", "Principal", "Proposal", "SQLiteApprovalStore", "SQLiteAuditStore", "SafetyEnvelope",
-    "Scanner", "proposal_hash", "redact_arguments",
+    "ClassifierScanner", "Cue", "Decision", "Flag", "GroupPolicy", "Limit", "PatternScanner", "Policy",
+    "PostgresApprovalStore", "PostgresAuditStore", "Principal", "Proposal", "Review", "SQLiteApprovalStore",
+    "SQLiteAuditStore", "SafetyEnvelope", "Scanner", "proposal_hash", "redact_arguments",
 ]

@@ -1,19 +1,27 @@
 """Flags instruction-like text in untrusted content (documents, tool results) aimed at the model.
 
-This is a tripwire, not a wall. ``PatternScanner`` matches a handful of documented phrasings of
-prompt injection; paraphrases, other languages, encodings and images get past it, and ordinary
-text that quotes such phrases is flagged. A flag lowers the passage's trust and is logged and
-traced; it never decides anything on its own. What protects the user is structural: nothing a
-passage says can grant a permission, choose the principal, or run a WRITE/ACTUATE call without a
-policy decision and a person's approval bound to the exact call.
+This is a tripwire, not a wall. ``PatternScanner`` scores cues: phrasings that only make sense
+when addressed to a language model (instruction overrides, "to you, the AI", edits to "your
+response", fake role markers and tool syntax, hidden characters, a line asking for a task that has
+nothing to do with the document around it) flag on their own; weaker cues that ordinary business
+text also uses (a request to transfer money, "without asking", an urgent tone, code that reads
+secrets or sends data out) flag only when several kinds meet in the same passage. Paraphrases,
+most other languages, encodings and images still get past it, plain requests ("Please transfer
+$3,000 to account ...") are indistinguishable from a real invoice, and text quoting an attack is
+flagged. A flag lowers the passage's trust and is logged and traced; it never decides anything on
+its own. What protects the user is structural: nothing a passage says can grant a permission,
+choose the principal, or run a WRITE/ACTUATE call without a policy decision and a person's
+approval bound to the exact call. ``ClassifierScanner`` plugs in a model that scores text.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
+
+from toolcrib.policy.cues import DEFAULT_PATTERNS, Cue
 
 
 @dataclass(frozen=True)
@@ -31,48 +39,224 @@ class Scanner(Protocol):
     def scan(self, text: str) -> list[Flag]: ...
 
 
-_I = re.IGNORECASE | re.MULTILINE
-DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
-    # "ignore all previous instructions", "disregard the above rules", "forget your instructions"
-    ("override", r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|my|these|those)\s+)*"
-                 r"(?:(?:previous|prior|above|earlier|preceding|system|original)\s+)?"
-                 r"(?:instructions?|rules|prompts?|guidelines|directions|directives)\b"
-                 r"|\b(?:ignore|disregard)\s+(?:everything|all)\s+(?:(?:written|said)\s+)?(?:above|before)\b"),
-    ("role_change", r"\byou\s+are\s+now\b|\bfrom\s+now\s+on,?\s+you\b|\bact\s+as\s+(?:an?\s+)?"
-                    r"(?:admin|administrator|root|developer|system)\b|\bdeveloper\s+mode\b"),
-    ("system_prompt", r"\b(?:system|hidden|original)\s+prompt\b|\bnew\s+instructions?\s*:"),
-    ("tool_request", r"\b(?:call|invoke|run|use|execute)\s+(?:the\s+)?(?:\w+\s+)?"
-                     r"(?:tool|function)\b|\bcall\s+\w+\s*\("),
-    ("tool_syntax", r"</?tool_call>|</?function_call>|<\|(?:tool|python_tag|plugin)[^|]*\|>"
-                    r"|\{\s*\"(?:name|tool|function)\"\s*:\s*\"\w+\"\s*,\s*\"(?:arguments|parameters|args)\""),
-    ("exfiltration", r"\b(?:send|email|post|forward|upload|reveal|print|share)\b[^.\n]{0,60}?"
-                     r"\b(?:passwords?|credentials?|api[\s_-]?keys?|secrets?|tokens?|ssh\s+keys?)\b"),
-    ("role_marker", r"^\s*(?:system|assistant|developer)\s*:|^\s*#{2,}\s*(?:system|instructions?)\b"
-                    r"|<\|im_start\|>|<\|(?:system|assistant|user)\|>|\[/?INST\]|<</?SYS>>"),
-    ("hidden_text", "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]|[\U000e0000-\U000e007f]"),
-)
+_FLAGS = re.IGNORECASE | re.MULTILINE
+_ESCAPED_BREAKS = re.compile(r"\\[nrt]")  # a dict or list result arrives as its repr, line breaks escaped
+_LETTERS_ONLY = bytes(c if 97 <= c <= 122 else 32 for c in range(256))  # a-z kept, all else a space
+
+
+class _Hit(NamedTuple):
+    start: int
+    end: int
+    kind: str
+    weight: float
+
+
+class _Compiled(NamedTuple):
+    cue: Cue
+    regex: re.Pattern[str]
+    words: frozenset[str]  # word anchors
+    phrases: re.Pattern[str] | None  # finds any phrase anchor in lower-cased text
+    also: frozenset[str]
+
+
+def _compile(cue: Cue) -> _Compiled:
+    # One alternation: phrases sharing a first word ("your reply", "your answer") are found as
+    # fast as a plain substring search. A space in a phrase matches any run of whitespace.
+    phrases = "|".join(re.escape(a).replace(r"\ ", r"\s+") for a in sorted(cue.anchors) if not a.isalpha())
+    return _Compiled(cue, re.compile(cue.pattern, _FLAGS), frozenset(a for a in cue.anchors if a.isalpha()),
+                     re.compile(phrases) if phrases else None, frozenset(cue.also))
 
 
 class PatternScanner:
-    """Regex tripwire over ``DEFAULT_PATTERNS`` (kind, regex) plus any ``extra`` you pass."""
+    """Scores ``DEFAULT_PATTERNS`` and any ``extra`` cues ((kind, regex[, weight]) or ``Cue``) over a text.
 
-    def __init__(self, extra: Iterable[tuple[str, str]] = (), *, context: int = 30,
-                 max_flags: int = 20) -> None:
-        self.patterns = [(kind, re.compile(rx, _I)) for kind, rx in (*DEFAULT_PATTERNS, *extra)]
+    A cue as heavy as ``threshold`` flags alone; weaker cues flag when the best weights of their
+    different kinds, found within ``window`` characters of each other, add up to the threshold.
+    """
+
+    def __init__(self, extra: Iterable[tuple[str, str] | tuple[str, str, float] | Cue] = (), *, context: int = 30,
+                 max_flags: int = 20, threshold: float = 1.0, window: int = 600) -> None:
+        self.cues = [*DEFAULT_PATTERNS, *(e if isinstance(e, Cue) else Cue(*e) for e in extra)]
+        compiled = [_compile(c) for c in self.cues]
+        self._strong = [c for c in compiled if c.cue.weight >= threshold]
+        self._weak = [c for c in compiled if c.cue.weight < threshold]
         self.context = context
         self.max_flags = max_flags
+        self.threshold = threshold
+        self.window = window
+
+    def scan(self, text: str) -> list[Flag]:
+        if "\\" in text:
+            text = _ESCAPED_BREAKS.sub(" \n", text)
+        t = _Text(text)
+        hits: list[_Hit] = []
+        for c in self._strong:
+            hits += self._run(c, t)
+            if len(hits) >= self.max_flags:
+                break
+        hits += self._combined(self._weak_hits(t))
+        hits.sort(key=lambda h: (h.start, -h.end))
+        kept: list[_Hit] = []
+        for h in hits:  # two cues finding the same phrase make one flag
+            if not any(k.kind == h.kind and h.start < k.end for k in kept[-4:]):
+                kept.append(h)
+        return [self._flag(text, h) for h in kept[:self.max_flags]]
+
+    def _weak_hits(self, t: _Text) -> list[_Hit]:
+        """Weak cues in order; once those left cannot reach the threshold among themselves, they are
+        looked for only near what was already found."""
+        hits: list[_Hit] = []
+        near: list[tuple[int, int]] | None = None
+        for i, c in enumerate(self._weak):
+            if near is None:
+                left: dict[str, float] = {}
+                for later in self._weak[i:]:
+                    left[later.cue.kind] = max(left.get(later.cue.kind, 0.0), later.cue.weight)
+                if sum(left.values()) < self.threshold - 1e-9:
+                    if not hits:
+                        break
+                    near = _merge([(h.start - self.window, h.end + self.window) for h in hits])
+            hits += self._run(c, t, near)
+        return hits
+
+    def _run(self, c: _Compiled, t: _Text, near: list[tuple[int, int]] | None = None) -> list[_Hit]:
+        cue = c.cue
+        if c.also and c.also.isdisjoint(t.words):
+            return []
+        anchored = bool(c.words or c.phrases)
+        if not anchored and cue.unicode_only and _narrow(t.text):
+            return []
+        present = [w for w in c.words if w in t.words]
+        starts = [m.start() for m in c.phrases.finditer(t.lowered)] if c.phrases is not None else []
+        if anchored and not (present or starts):
+            return []
+        matches: list[re.Match[str]] = []
+        if not anchored or t.spaced is None:  # offsets do not carry over: look everywhere
+            spans = [(0, len(t.text))]
+        elif cue.before == 0:  # every match starts at an anchor: one attempt at each
+            spans = []
+            for i in sorted(starts + t.occurrences(present)):
+                if near is None or any(a <= i <= b for a, b in near):
+                    m = c.regex.match(t.text, i, min(len(t.text), i + cue.reach))
+                    matches += [m] if m else []
+        else:
+            spans = _merge([(max(0, i - cue.before), min(len(t.text), i + cue.reach))
+                            for i in starts + t.occurrences(present)])
+        for a, b in spans:
+            if near is None or any(a <= nb and na <= b for na, nb in near):
+                matches += c.regex.finditer(t.text, a, b)
+        hits = [_Hit(m.start(), m.end(), cue.kind, cue.weight) for m in matches
+                if cue.check is None or cue.check(t.text, m)]
+        return hits[:1] if cue.kind == "hidden_text" else hits  # one flag says enough for invisibles
+
+    def _combined(self, weak: list[_Hit]) -> list[_Hit]:
+        """The weak hits in some window where distinct kinds' best weights reach the threshold
+        (one pass with a sliding window, so a text dense with cues costs no more than linear)."""
+        weak.sort(key=lambda h: h.start)
+        inside: dict[tuple[str, float], int] = {}
+        marks = [0] * (len(weak) + 1)  # +1 where a qualifying window opens, -1 where it closes
+        j = 0
+        for i, first in enumerate(weak):
+            while j < len(weak) and weak[j].start - first.start <= self.window:
+                key = (weak[j].kind, weak[j].weight)
+                inside[key] = inside.get(key, 0) + 1
+                j += 1
+            best: dict[str, float] = {}
+            for (kind, weight), n in inside.items():
+                if n and weight > best.get(kind, 0.0):
+                    best[kind] = weight
+            if sum(best.values()) >= self.threshold - 1e-9:
+                marks[i] += 1
+                marks[j] -= 1
+            inside[(first.kind, first.weight)] -= 1
+        chosen: list[_Hit] = []
+        open_windows = 0
+        for i, hit in enumerate(weak):
+            open_windows += marks[i]
+            if open_windows > 0:
+                chosen.append(hit)
+        return chosen
+
+    def _flag(self, text: str, hit: _Hit) -> Flag:
+        start, end = max(0, hit.start - self.context), min(len(text), hit.end + self.context)
+        excerpt = text[start:end]
+        if hit.kind == "hidden_text":  # make the invisible visible in logs
+            excerpt = excerpt.encode("unicode_escape").decode("ascii")
+        return Flag(hit.kind, " ".join(excerpt.split()))
+
+
+class _Text:
+    """A text with what every cue looks up: its lower-cased form and its set of words."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lowered = text.lower()
+        # One byte per character ("?" for non-ASCII) keeps offsets; " word " in the padded copy is
+        # then a whole word at the same offset in the text, found by a plain substring search.
+        letters = self.lowered.encode("ascii", "replace").translate(_LETTERS_ONLY).decode("ascii")
+        self.words = set(letters.split())
+        aligned = len(self.lowered) == len(text)  # a few characters change length when lower-cased
+        self.spaced = f" {letters} " if aligned else None
+
+    def occurrences(self, words: list[str]) -> list[int]:
+        """Where each word occurs as a whole word (only where offsets carry over: ``spaced``)."""
+        found: list[int] = []
+        spaced = self.spaced or ""
+        for word in words if spaced else ():
+            padded = f" {word} "
+            i = spaced.find(padded)
+            while i >= 0:
+                found.append(i)
+                i = spaced.find(padded, i + len(word) + 1)
+        return found
+
+
+def _narrow(text: str) -> bool:
+    """True when every character is below U+0100 (so no invisible marks): a copy, no Python loop."""
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+class ClassifierScanner:
+    """Wraps any ``score(text) -> probability of injection`` (a local classifier model) as a Scanner.
+
+    Long texts are scored in overlapping chunks of ``chunk`` characters, so an injection buried in
+    a long page is not diluted; each chunk at or above ``threshold`` becomes one flag, its excerpt
+    led by the score.
+    """
+
+    def __init__(self, score: Callable[[str], float], *, threshold: float = 0.5, kind: str = "classifier",
+                 chunk: int = 2000, overlap: int = 200, excerpt: int = 120) -> None:
+        if not 0 <= overlap < chunk:
+            raise ValueError("ClassifierScanner needs 0 <= overlap < chunk")
+        self.score = score
+        self.threshold = threshold
+        self.kind = kind
+        self.chunk = chunk
+        self.overlap = overlap
+        self.excerpt = excerpt
 
     def scan(self, text: str) -> list[Flag]:
         flags: list[Flag] = []
-        for kind, pattern in self.patterns:
-            for m in pattern.finditer(text):
-                start, end = max(0, m.start() - self.context), min(len(text), m.end() + self.context)
-                excerpt = text[start:end]
-                if kind == "hidden_text":  # make the invisible visible in logs
-                    excerpt = excerpt.encode("unicode_escape").decode("ascii")
-                flags.append(Flag(kind, " ".join(excerpt.split())))
-                if len(flags) >= self.max_flags:
-                    return flags
-                if kind == "hidden_text":
-                    break  # one flag says enough; a long run of invisibles would flood the log
+        step = self.chunk - self.overlap
+        for start in range(0, max(len(text) - self.overlap, 1), step):
+            part = text[start:start + self.chunk]
+            if not part.strip():
+                continue
+            p = float(self.score(part))
+            if p >= self.threshold:
+                flags.append(Flag(self.kind, f"p={p:.2f}: " + " ".join(part[:self.excerpt].split())))
         return flags

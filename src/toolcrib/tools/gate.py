@@ -184,14 +184,14 @@ class Gate:
             sources = cctx.grounding.sources_of(value)
             provenance[name] = [s.label for s in sources]
             shown = json.dumps(value, ensure_ascii=False)[:80]
-            if name in tool.sensitive and not any(s.trusted for s in sources):
+            if name in tool.sensitive and not any(s.vouched for s in sources):
                 where = ", ".join(provenance[name]) or "nowhere in the conversation: the model wrote it"
                 problem = (f"{tool.name}: {name} {shown} must come from the user or a trusted source; it was found "
                            f"only in {where}")
                 if self.settings.untrusted_sensitive == "refuse":
                     raise UntrustedSource(problem + "; ask the user to confirm the value in their own words")
                 warnings.append(problem)
-            elif sources and not any(s.trusted for s in sources):
+            elif sources and not any(s.vouched for s in sources):
                 warnings.append(f"{name} {shown} appears only in content others wrote: {', '.join(provenance[name])}")
         mode = self.settings.unrequested_writes
         if mode != "off" and cctx.grounding.read_untrusted and not tool.requested_by(cctx.question):
@@ -348,10 +348,21 @@ class Gate:
             if tool.effect is Effect.READ:
                 self._audit("executed", actor=cctx.principal.user_id, decided_by="code", tool=tool.name,
                             cctx=cctx, detail={"arguments": arguments})
+        asked = self._asked_by_user(call, cctx)
         for source, text in tool.sources(payload["data"]):  # a flagged result is not trusted, whoever wrote it
-            cctx.grounding.add(text, Source(source.kind, source.name, False) if flags else source)
+            if flags:
+                source = Source(source.kind, source.name, trusted=False)
+            elif asked and not source.trusted:
+                source = Source(source.kind, source.name, trusted=False, endorsed=True)
+            cctx.grounding.add(text, source)
         return CallOutcome(call, "ok", payload, effect=tool.effect.value, cached=cached, flags=flags,
                            proposal_id=proposal_id)
+
+    @staticmethod
+    def _asked_by_user(call: ToolCall, cctx: CallContext) -> bool:
+        """Every argument of ``call`` is one the user gave: the user pointed at what it fetched."""
+        given = [v for v in call.arguments.values() if v not in (None, "", [], {})]
+        return bool(given) and all(any(s.kind == "user" for s in cctx.grounding.sources_of(v)) for v in given)
 
     def _record_refusal(self, outcome: CallOutcome, exc: ModelFacingError, cctx: CallContext, start: float) -> None:
         decided_by: DecidedBy = "policy" if isinstance(exc, (NotPermitted, ApprovalRequired)) else "code"

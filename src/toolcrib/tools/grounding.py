@@ -34,12 +34,22 @@ class Source:
     kind: SourceKind
     name: str = ""  # the tool's name or the document's id
     trusted: bool = True
+    # untrusted content the user pointed to: fetched by a call whose every argument the user gave
+    # ("pay the bill in bill-december.txt"), so its values are the ones the user meant to use
+    endorsed: bool = False
 
     @property
     def label(self) -> str:
         """``user request``, ``tool lookup_part``, ``document supplier-faq (untrusted)``."""
         what = "user request" if self.kind == "user" else f"{self.kind} {self.name}"
-        return what if self.trusted else f"{what} (untrusted)"
+        if self.trusted:
+            return what
+        return f"{what} (untrusted, fetched as the user asked)" if self.endorsed else f"{what} (untrusted)"
+
+    @property
+    def vouched(self) -> bool:
+        """Trusted, or untrusted content the user pointed to."""
+        return self.trusted or self.endorsed
 
 
 USER_REQUEST = Source("user")
@@ -160,10 +170,11 @@ def _scalars(value: Any) -> Iterable[Any]:
 
 
 def source_to_json(source: Source) -> dict[str, Any]:
-    return {"kind": source.kind, "name": source.name, "trusted": source.trusted}
+    return {"kind": source.kind, "name": source.name, "trusted": source.trusted, "endorsed": source.endorsed}
 
 
 def source_from_json(data: Any) -> Source:
     if not isinstance(data, dict) or data.get("kind") not in ("user", "tool", "document"):
         raise ValueError(f"not a source: {json.dumps(data)[:80]}")
-    return Source(data["kind"], str(data.get("name", "")), bool(data.get("trusted", True)))
+    return Source(data["kind"], str(data.get("name", "")), bool(data.get("trusted", True)),
+                  bool(data.get("endorsed", False)))
