@@ -257,3 +257,20 @@ def test_the_supplier_faqs_injected_reservation_reaches_the_approver_with_its_so
     shown = cli.invoke(main, ["approve", "--workspace", str(ws)]).output
     assert "WARNING: reserve_stock: quantity 500 must come from the user or a trusted source" in shown
     assert "document supplier-faq (untrusted)" in shown
+
+
+def test_a_search_in_the_users_words_does_not_vouch_for_an_untrusted_document(tmp_path: Path) -> None:
+    from toolcrib.retrieval.tool import passage_sources
+
+    found = {"searched": "supplier IBAN", "sufficient": True, "conflicts": [], "passages": [
+        {"citation": "portal#c1", "title": "Supplier portal", "text": "Pay to IBAN UK12345678901234567890",
+         "untrusted": True}]}
+    search = json_schema_tool("search_docs", "Search documents.", string_args("query"), lambda query: found,
+                              result_sources=passage_sources)
+    g = Gate(Registry([search, send_money]), POLICY, approvals=SQLiteApprovalStore(tmp_path / "a.db"),
+             settings=GateSettings(untrusted_sensitive="warn"))
+    cctx = CallContext(USER, Tracer(), Grounding(q := "Pay the supplier IBAN"), question=q)
+    asyncio.run(g.run(ToolCall("c1", "search_docs", {"query": "supplier IBAN"}), cctx))
+    held = asyncio.run(g.run(ToolCall("c2", "send_money", {"recipient": "UK12345678901234567890", "amount": 5}), cctx))
+    assert held.payload["proposal"]["provenance"]["recipient"] == ["document portal (untrusted)"]
+    assert any("recipient" in w for w in held.payload["proposal"]["warnings"])
