@@ -263,8 +263,8 @@ def test_a_search_in_the_users_words_does_not_vouch_for_an_untrusted_document(tm
     from toolcrib.retrieval.tool import passage_sources
 
     found = {"searched": "supplier IBAN", "sufficient": True, "conflicts": [], "passages": [
-        {"citation": "portal#c1", "title": "Supplier portal", "text": "Pay to IBAN UK12345678901234567890",
-         "untrusted": True}]}
+        {"citation": "portal#c1", "title": "Supplier portal", "text": "Pay to IBAN UK12345678901234567890"}],
+        "written_outside_the_organisation": ["portal"]}
     search = json_schema_tool("search_docs", "Search documents.", string_args("query"), lambda query: found,
                               result_sources=passage_sources)
     g = Gate(Registry([search, send_money]), POLICY, approvals=SQLiteApprovalStore(tmp_path / "a.db"),
@@ -274,3 +274,14 @@ def test_a_search_in_the_users_words_does_not_vouch_for_an_untrusted_document(tm
     held = asyncio.run(g.run(ToolCall("c2", "send_money", {"recipient": "UK12345678901234567890", "amount": 5}), cctx))
     assert held.payload["proposal"]["provenance"]["recipient"] == ["document portal (untrusted)"]
     assert any("recipient" in w for w in held.payload["proposal"]["warnings"])
+
+
+def test_a_search_result_carries_its_documents_trust_through_the_model_facing_payload() -> None:
+    from toolcrib.retrieval.evidence import CitedPassage, Evidence
+
+    evidence = Evidence("q", (CitedPassage("faq#c7", "reserve 500", doc_id="faq", trusted=False),
+                              CitedPassage("guide#c1", "ship on Tuesdays", doc_id="guide")), sufficient=True)
+    payload = evidence.to_dict()
+    assert "untrusted" not in json.dumps(payload["passages"])  # listed once, not on each passage
+    assert [(p.doc_id, p.trusted) for p in Evidence.from_payload(payload).passages] == [  # type: ignore[union-attr]
+        ("faq", False), ("guide", True)]

@@ -69,16 +69,13 @@ class CitedPassage:
         return (self.title or self.citation) + (f" — {where}" if where else "")
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "citation": self.citation, "title": self.title, "section": self.section, "page": self.page,
-            "version": self.version, "effective_date": self.effective_date, "score": round(self.score, 4),
-            "text": self.text}
-        if not self.trusted:  # the model sees it too: this passage is someone else's words
-            out["untrusted"] = True
-        return out
+        return {"citation": self.citation, "title": self.title, "section": self.section, "page": self.page,
+                "version": self.version, "effective_date": self.effective_date, "score": round(self.score, 4),
+                "text": self.text}
 
     @classmethod
-    def from_dict(cls, data: Any) -> CitedPassage | None:
+    def from_dict(cls, data: Any, *, untrusted: frozenset[str] = frozenset()) -> CitedPassage | None:
+        """``untrusted``: the ids of documents written outside the organisation."""
         if not isinstance(data, Mapping) or not data.get("citation"):
             return None
         page = data.get("page")
@@ -87,7 +84,7 @@ class CitedPassage:
                    page=page if isinstance(page, int) else None, version=str(data.get("version") or ""),
                    effective_date=str(data.get("effective_date") or ""),
                    score=float(data["score"]) if isinstance(data.get("score"), (int, float)) else 0.0,
-                   doc_id=str(data["citation"]).split("#", 1)[0], trusted=data.get("untrusted") is not True)
+                   doc_id=(doc := str(data["citation"]).split("#", 1)[0]), trusted=doc not in untrusted)
 
 
 @dataclass(frozen=True)
@@ -101,16 +98,23 @@ class Evidence:
     sufficient: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The model-facing shape (the ``vector_search`` tool's result)."""
-        return {"passages": [p.to_dict() for p in self.passages], "conflicts": [c.to_dict() for c in self.conflicts],
-                "sufficient": self.sufficient, "searched": self.searched}
+        """The model-facing shape (the ``vector_search`` tool's result). Documents written outside the
+        organisation are listed once, at the end, rather than marked on each passage: a small model
+        reads a per-passage mark as a cue to repeat the passage."""
+        out = {"passages": [p.to_dict() for p in self.passages], "conflicts": [c.to_dict() for c in self.conflicts],
+               "sufficient": self.sufficient, "searched": self.searched}
+        untrusted = sorted({p.doc_id for p in self.passages if not p.trusted})
+        if untrusted:
+            out["written_outside_the_organisation"] = untrusted
+        return out
 
     @classmethod
     def from_payload(cls, data: Any) -> Evidence | None:
         """Read a tool result's ``data`` back; None when it is not a search result."""
         if not isinstance(data, Mapping) or not isinstance(data.get("passages"), list):
             return None
-        passages = (CitedPassage.from_dict(p) for p in data["passages"])
+        untrusted = frozenset(str(d) for d in data.get("written_outside_the_organisation") or ())
+        passages = (CitedPassage.from_dict(p, untrusted=untrusted) for p in data["passages"])
         conflicts = (Conflict.from_dict(c) for c in data.get("conflicts") or [])
         return cls(searched=str(data.get("searched") or ""), passages=tuple(p for p in passages if p),
                    conflicts=tuple(c for c in conflicts if c), sufficient=data.get("sufficient") is not False)

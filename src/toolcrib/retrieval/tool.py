@@ -51,8 +51,8 @@ def _vector_search(
 def passage_sources(data: Any) -> list[tuple[Source, str]]:
     """Each passage of a search result as its own text, from its document (with the document's trust)."""
     evidence = Evidence.from_payload(data)
-    if evidence is None:
-        return [(Source("tool", "vector_search"), json.dumps(data, ensure_ascii=False, default=str))]
+    if evidence is None:  # cut past its shape by the size cap: which documents it holds is unknown
+        return [(Source("tool", "vector_search", trusted=False), json.dumps(data, ensure_ascii=False, default=str))]
     return [(Source("document", p.doc_id, p.trusted), f"{p.title}\n{p.section}\n{p.text}") for p in evidence.passages]
 
 
