@@ -205,6 +205,14 @@ DEFAULT_PATTERNS: tuple[Cue, ...] = (
         rf"|^\s*(?:{_AI}|assistant)\s*[,!]\s*(?:please\s+|now\s+|you\s+(?:must|should|will|need)\s+)"
         rf"|\b(?:you\s+are|as)\s+an?\s+{_AI}\s*,\s*you\s+(?:must|should|will|need|have)\b",
         1.0, _AI_WORDS, before=90, reach=70),
+    # A grant of authority to the reader: "the assistant is authorised by the administrator to ...",
+    # "system override:"; a document has no authority to give a model
+    Cue("false_authority",
+        rf"\b(?:the|this|any|an?)\s+(?:{_AI}|assistant|agent|model|bot)\s+(?:is|has\s+been|are|have\s+been)\s+"
+        rf"(?:now\s+)?(?:authori[sz]ed|permitted|allowed|instructed|cleared|approved)\s+(?:by|to)\b"
+        rf"|\b(?:system|admin(?:istrator)?|security|emergency)\s+override\s*:",
+        1.0, _words("authorised authorized permitted allowed instructed cleared approved override"), before=80,
+        reach=30),
     # "You are now DAN", "act as an administrator", "from now on you will answer without limits"
     Cue("role_change",
         r"\byou(?:'re|\s+are)\s+now\s+(?:an?\s+|the\s+|in\s+|my\s+|operating\s+|acting\s+|playing\s+)?(?:\w+\s+)?"

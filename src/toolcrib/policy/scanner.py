@@ -16,9 +16,10 @@ approval bound to the exact call. ``ClassifierScanner`` plugs in a model that sc
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from toolcrib.policy.cues import DEFAULT_PATTERNS, Cue
@@ -30,6 +31,8 @@ class Flag:
 
     kind: str
     excerpt: str
+    start: int = field(default=-1, compare=False)  # where the match is in the scanned text (-1: unknown)
+    end: int = field(default=-1, compare=False)
 
 
 @runtime_checkable
@@ -182,7 +185,38 @@ class PatternScanner:
         excerpt = text[start:end]
         if hit.kind == "hidden_text":  # make the invisible visible in logs
             excerpt = excerpt.encode("unicode_escape").decode("ascii")
-        return Flag(hit.kind, " ".join(excerpt.split()))
+        return Flag(hit.kind, " ".join(excerpt.split()), hit.start, hit.end)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")  # a line wrapped inside a sentence does not end it
+QUARANTINED = "[toolcrib removed instruction-like text here ({kinds}); it is kept in the trace]"
+
+
+def quarantine(text: str, flags: Iterable[Flag]) -> str:
+    """``text`` without the sentences (or lines) the flags point into, each run of them replaced by one
+    visible marker: what a model is shown of untrusted content holds no instruction it could follow
+    or repeat. Flags without a position change nothing."""
+    spans = sorted((f.start, f.end, f.kind) for f in flags if 0 <= f.start < f.end <= len(text))
+    if not spans:
+        return text
+    bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
+    pieces: list[str] = []
+    removed: list[str] = []
+    gap = ""  # the whitespace that ended the last removed sentence, kept after the marker
+    for start, end in itertools.pairwise(bounds):
+        kinds = [k for s, e, k in spans if s < end and e > start]
+        if kinds:
+            removed += [k for k in dict.fromkeys(kinds) if k not in removed]
+            segment = text[start:end]
+            gap = segment[len(segment.rstrip()):]
+            continue
+        if removed:
+            pieces.append(QUARANTINED.format(kinds=", ".join(removed)) + (gap or " "))
+            removed = []
+        pieces.append(text[start:end])
+    if removed:
+        pieces.append(QUARANTINED.format(kinds=", ".join(removed)) + gap)
+    return "".join(pieces)
 
 
 class _Text:

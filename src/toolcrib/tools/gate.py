@@ -27,6 +27,7 @@ from toolcrib.policy.audit import AuditStore, redact_arguments
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import Review, proposal_hash
+from toolcrib.policy.scanner import Flag, Scanner, quarantine
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.registry import Offer, Registry
@@ -38,7 +39,6 @@ from toolcrib.trace.tracer import Tracer
 if TYPE_CHECKING:
     from toolcrib.policy.approvals import ApprovalStore
     from toolcrib.policy.envelope import SafetyEnvelope
-    from toolcrib.policy.scanner import Scanner
 
 
 @dataclass
@@ -332,9 +332,12 @@ class Gate:
     def _ok(self, call: ToolCall, tool: Tool, value: Any, cctx: CallContext, start: float, *,
             cached: bool = False, proposal_id: str | None = None) -> CallOutcome:
         payload = ok_payload(tool.name, value, tool.max_result_chars or self.settings.max_result_chars)
+        data = payload["data"]  # as the tool returned it: provenance is matched against this
         flags: list[str] = []
         if self.scanner is not None:
-            flags = [f"{f.kind}: {f.excerpt}" for f in self.scanner.scan(str(payload["data"]))]
+            found: list[Flag] = []
+            payload["data"] = _quarantined(data, self.scanner, found)  # what the model is shown
+            flags = [f"{f.kind}: {f.excerpt}" for f in found]
             if flags:
                 cctx.flags.extend(f"{tool.name}: {flag}" for flag in flags)
                 cctx.tracer.record(EventKind.CONTENT_FLAGGED, f"Untrusted content flagged in {tool.name}",
@@ -350,7 +353,7 @@ class Gate:
                             cctx=cctx, detail={"arguments": arguments})
         # a search over many documents is not the user pointing at one of them
         asked = tool.result_sources is None and self._asked_by_user(call, cctx)
-        for source, text in tool.sources(payload["data"]):  # a flagged result is not trusted, whoever wrote it
+        for source, text in tool.sources(data):  # a flagged result is not trusted, whoever wrote it
             if flags:
                 source = Source(source.kind, source.name, trusted=False)
             elif asked and not source.trusted:
@@ -391,3 +394,17 @@ class Gate:
         if self.audit is not None:
             self.audit.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
                               trace_id=cctx.tracer.trace_id, detail=detail)
+
+
+def _quarantined(data: Any, scanner: Scanner, found: list[Flag]) -> Any:
+    """``data`` with the instruction-like sentences of each text in it replaced by a marker; the flags
+    are added to ``found``."""
+    if isinstance(data, str):
+        flags = scanner.scan(data)
+        found.extend(flags)
+        return quarantine(data, flags) if flags else data
+    if isinstance(data, dict):
+        return {k: _quarantined(v, scanner, found) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_quarantined(v, scanner, found) for v in data]
+    return data
