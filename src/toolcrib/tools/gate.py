@@ -351,8 +351,9 @@ class Gate:
             if tool.effect is Effect.READ:
                 self._audit("executed", actor=cctx.principal.user_id, decided_by="code", tool=tool.name,
                             cctx=cctx, detail={"arguments": arguments})
-        # a search over many documents is not the user pointing at one of them
-        asked = tool.result_sources is None and self._asked_by_user(call, cctx)
+        # only untrusted content needs vouching for; a search over many documents is not the user
+        # pointing at one of them
+        asked = not tool.trusted and tool.result_sources is None and self._asked_by_user(call, cctx)
         for source, text in tool.sources(data):  # a flagged result is not trusted, whoever wrote it
             if flags:
                 source = Source(source.kind, source.name, trusted=False)

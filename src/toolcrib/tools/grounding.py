@@ -98,11 +98,18 @@ class Grounding:
 
     def __init__(self, *texts: str) -> None:
         self._texts: list[tuple[Source, str, str]] = []  # source, text, normalized text
+        self._seen: set[tuple[Source, str]] = set()
+        self._blob = ""  # every normalized text: one fast substring test rules most values out
         for t in texts:
             self.add(t)
 
     def add(self, text: str, source: Source = USER_REQUEST) -> None:
-        self._texts.append((source, text, _norm(text)))
+        norm = _norm(text)
+        if (source, norm) in self._seen:  # the same text from the same source again tells nothing new
+            return
+        self._seen.add((source, norm))
+        self._texts.append((source, text, norm))
+        self._blob += "\n" + norm
 
     @property
     def sources(self) -> list[tuple[Source, str]]:
@@ -117,8 +124,8 @@ class Grounding:
             return []
         found: list[Source] = []
         for item in items:
-            spellings = _spellings(item)
-            where = [s for s, _, norm in self._texts if any(_whole(w, norm) for w in spellings)]
+            spellings = [w for w in _spellings(item) if w in self._blob]
+            where = [s for s, _, norm in self._texts if any(w in norm and _whole(w, norm) for w in spellings)]
             if not where:
                 return []
             found += [s for s in where if s not in found]

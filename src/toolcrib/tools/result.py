@@ -22,8 +22,11 @@ def _jsonable(value: Any) -> Any:
         return json.loads(json.dumps(value, default=str))
 
 
+_UNICODE = json.JSONEncoder(ensure_ascii=False)  # built once: json.dumps with options builds one per call
+
+
 def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False))
+    return len(_UNICODE.encode(value))
 
 
 def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:

@@ -65,6 +65,10 @@ ResourceVersion = Callable[[dict[str, Any], ToolContext], str]
 # passage, labelled by its document). Without it, the whole result is one text from the tool.
 ResultSources = Callable[[Any], list[tuple[Source, str]]]
 
+# Encoders built once: json.dumps with options builds a new encoder on every call.
+_TEXT = json.JSONEncoder(ensure_ascii=False, default=str)
+_ARGUMENTS = json.JSONEncoder(allow_nan=False)
+
 # The MCP tool-name rule (OpenAI's function names are stricter: 1-64 of A-Za-z0-9_-).
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
@@ -135,7 +139,7 @@ class Tool:
         """The texts of one result of this tool, each with where it came from."""
         if self.result_sources is not None:
             return self.result_sources(data)
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        text = data if isinstance(data, str) else _TEXT.encode(data)
         return [(Source("tool", self.name, self.trusted), text)]
 
     def __post_init__(self) -> None:
@@ -147,7 +151,7 @@ class Tool:
         """Strict validation of the arguments as JSON (an Enum parameter takes its value, "rw"), then the
         tool's domain check. Raises InvalidArguments."""
         try:
-            text = json.dumps(dict(arguments), allow_nan=False)
+            text = _ARGUMENTS.encode(dict(arguments))
         except (TypeError, ValueError):
             raise InvalidArguments(f"{self.name}: the arguments must be JSON values with finite numbers") from None
         model = self.args_model
