@@ -301,3 +301,21 @@ def test_the_model_is_not_shown_the_instruction_like_sentences_of_a_result(tmp_p
     assert [s.label for s in cctx.grounding.sources_of("GB29NWBK60161331926819")] == [
         "tool read_page (untrusted)"]
     assert cctx.tracer.count(EventKind.CONTENT_FLAGGED) == 1
+
+
+def test_a_listing_the_request_names_is_content_the_user_pointed_to(tmp_path: Path) -> None:
+    get_channels = json_schema_tool("get_channels", "List channels.", OBJ, lambda: {"channels": ["External_0"]},
+                                    trusted=False)
+    post = json_schema_tool("send_channel_message", "Post to a channel.", string_args("channel", "body"),
+                            lambda channel, body: {"ok": True}, effect=Effect.WRITE, sensitive=("channel",))
+    g = Gate(Registry([get_channels, post]), POLICY, approvals=SQLiteApprovalStore(tmp_path / "a.db"))
+    cctx = CallContext(USER, Tracer(), Grounding(q := "Send hi to the channel starting with External"), question=q)
+    asyncio.run(g.run(ToolCall("c1", "get_channels", {}), cctx))
+    held = asyncio.run(g.run(ToolCall("c2", "send_channel_message", {"channel": "External_0", "body": "hi"}), cctx))
+    assert held.payload["proposal"]["provenance"]["channel"] == [
+        "tool get_channels (untrusted, fetched as the user asked)"]
+    cctx = CallContext(USER, Tracer(), Grounding(q := "Say hi somewhere"), question=q)  # names no listing
+    asyncio.run(g.run(ToolCall("c1", "get_channels", {}), cctx))
+    refused = asyncio.run(g.run(ToolCall("c2", "send_channel_message", {"channel": "External_0", "body": "hi"}),
+                                cctx))
+    assert refused.payload["error"]["code"] == "untrusted_argument"

@@ -353,7 +353,7 @@ class Gate:
                             cctx=cctx, detail={"arguments": arguments})
         # only untrusted content needs vouching for; a search over many documents is not the user
         # pointing at one of them
-        asked = not tool.trusted and tool.result_sources is None and self._asked_by_user(call, cctx)
+        asked = not tool.trusted and tool.result_sources is None and self._asked_by_user(call, tool, cctx)
         for source, text in tool.sources(data):  # a flagged result is not trusted, whoever wrote it
             if flags:
                 source = Source(source.kind, source.name, trusted=False)
@@ -364,10 +364,13 @@ class Gate:
                            proposal_id=proposal_id)
 
     @staticmethod
-    def _asked_by_user(call: ToolCall, cctx: CallContext) -> bool:
-        """Every argument of ``call`` is one the user gave: the user pointed at what it fetched."""
+    def _asked_by_user(call: ToolCall, tool: Tool, cctx: CallContext) -> bool:
+        """The user pointed at what ``call`` fetched: they gave every argument, or, for a call without
+        arguments, their request names what the tool reads ("the channel starting with External")."""
         given = [v for v in call.arguments.values() if v not in (None, "", [], {})]
-        return bool(given) and all(any(s.kind == "user" for s in cctx.grounding.sources_of(v)) for v in given)
+        if not given:
+            return tool.named_by(cctx.question)
+        return all(any(s.kind == "user" for s in cctx.grounding.sources_of(v)) for v in given)
 
     def _record_refusal(self, outcome: CallOutcome, exc: ModelFacingError, cctx: CallContext, start: float) -> None:
         decided_by: DecidedBy = "policy" if isinstance(exc, (NotPermitted, ApprovalRequired)) else "code"

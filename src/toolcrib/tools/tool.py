@@ -65,6 +65,9 @@ ResourceVersion = Callable[[dict[str, Any], ToolContext], str]
 # passage, labelled by its document). Without it, the whole result is one text from the tool.
 ResultSources = Callable[[Any], list[tuple[Source, str]]]
 
+# Words in tool names that say nothing about what the tool reads.
+_GENERIC = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from"})
+
 # Encoders built once: json.dumps with options builds a new encoder on every call.
 _TEXT = json.JSONEncoder(ensure_ascii=False, default=str)
 _ARGUMENTS = json.JSONEncoder(allow_nan=False)
@@ -133,6 +136,12 @@ class Tool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
         declared words, the first word of its name, its verb: "reserve" for reserve_stock."""
         words = self.intent or (re.split(r"[_.\-]", self.name)[0],)
+        return bool(stems(" ".join(words)) & stems(request))
+
+    def named_by(self, request: str) -> bool:
+        """Whether ``request`` names what this tool reads: a word of its name after the verb ("channel"
+        for get_channels, "inbox" for read_inbox), in any form."""
+        words = [w for w in re.split(r"[_.\-]", self.name)[1:] if len(w) > 3 and w not in _GENERIC]
         return bool(stems(" ".join(words)) & stems(request))
 
     def sources(self, data: Any) -> list[tuple[Source, str]]:
