@@ -16,7 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from types import TracebackType
 from typing import Any
 
@@ -148,12 +148,13 @@ class AuditStore(ABC):
         self.close()
 
 
-_FIELDS = "seq, timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail, prev_hash, hash"
+_FIELDS = ", ".join(f.name for f in fields(AuditRecord))  # the columns, in the record's order
 
 
 def _record(row: Sequence[Any]) -> AuditRecord:
-    return AuditRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-                       json.loads(row[8]), row[9], row[10])
+    """A record from a row selected as ``_FIELDS``, by column name."""
+    values = dict(zip((f.name for f in fields(AuditRecord)), row, strict=True))
+    return AuditRecord(**{**values, "detail": json.loads(values["detail"])})
 
 
 class _SQLAuditStore(AuditStore):
