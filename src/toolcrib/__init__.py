@@ -3,10 +3,10 @@
 The model proposes; the application decides.
 """
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from toolcrib import retrieval as _retrieval  # its names load on first use
 from toolcrib.agent.answer import Answer, Citation
 from toolcrib.agent.runner import Limits, Runner, RunnerSettings
 from toolcrib.errors import (
@@ -38,17 +38,15 @@ if _TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# Seams whose modules pull in heavy libraries load on first use (PEP 562), so `import toolcrib` stays fast.
-_LAZY = {"Embedder": "toolcrib.retrieval.embedders", "Index": "toolcrib.retrieval.index"}
+# Seams whose modules pull in heavy libraries: toolcrib.retrieval loads them on first use (PEP 562),
+# so `import toolcrib` stays fast.
+_LAZY = frozenset({"Embedder", "Index"})
 
 
 def __getattr__(name: str) -> _Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'toolcrib' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return getattr(_retrieval, name)
 
 
 __all__ = [

@@ -103,6 +103,7 @@ class ConfigError(OperatorError):
     def __init__(self, message: str, *, file: str | None = None, key: str | None = None) -> None:
         where = ", ".join(part for part in (file, f"key '{key}'" if key else None) if part)
         super().__init__(f"{where}: {message}" if where else message)
+        self.message = message
         self.file = file
         self.key = key
 

@@ -240,16 +240,15 @@ class Workspace:
         changes: dict[str, Any] = {}
         if tool.name in cfg.untrusted:
             changes["trusted"] = False
-        for key, declared in (("sensitive", cfg.sensitive), ("egress", cfg.egress)):
+        for key, declared in (("sensitive", cfg.sensitive), ("egress", cfg.egress), ("intent", cfg.intent)):
             if tool.name in declared:
-                missing = [a for a in declared[tool.name] if a not in tool.parameters.get("properties", {})]
-                if missing:
-                    raise ConfigError(f"{tool.name} has no argument {', '.join(missing)}", file=self.config_file,
-                                      key=f"tools.{key}.{tool.name}")
                 changes[key] = tuple(declared[tool.name])
-        if tool.name in cfg.intent:
-            changes["intent"] = tuple(cfg.intent[tool.name])
-        return dataclasses.replace(tool, **changes) if changes else tool
+        if not changes:
+            return tool
+        try:
+            return dataclasses.replace(tool, **changes)  # the Tool checks the arguments named exist
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=self.config_file, key="tools") from None
 
     def _builtin_tool(self, name: str) -> Tool:
         if name == "sql_query":

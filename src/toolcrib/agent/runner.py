@@ -14,7 +14,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.runs import PausedRun, RunStore
-from toolcrib.errors import ConfigError, LimitExceeded, NotPermitted
+from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted
 from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
@@ -245,8 +245,7 @@ class Runner:
         run.tracer.record(EventKind.CALL_DROPPED, f"Dropped call: {call.name}", tool=call.name, call_id=call.id,
                           arguments=dict(call.arguments), status="dropped", error_code="dropped",
                           detail={"reason": reason})
-        run.outcomes.append(CallOutcome(call, "dropped",
-                                        {"ok": False, "error": {"code": "dropped", "message": reason}}))
+        run.outcomes.append(CallOutcome(call, "dropped", CallDropped(reason).to_result()))
 
     def _observe(self, run: _Run, outcomes: list[CallOutcome]) -> None:
         for outcome in outcomes:

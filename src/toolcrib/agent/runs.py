@@ -10,7 +10,7 @@ from typing import Any
 
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Message, ToolCall
-from toolcrib.tools.grounding import Source, source_from_json, source_to_json
+from toolcrib.tools.grounding import Source
 
 
 @dataclass
@@ -45,7 +45,7 @@ class RunStore:
             "messages": [{"role": m.role, "content": m.content, "tool_calls": [_call_to_json(c) for c in m.tool_calls],
                           "tool_call_id": m.tool_call_id, "name": m.name} for m in run.messages],
             "pending": [{"call": _call_to_json(c), "proposal_id": pid} for c, pid in run.pending],
-            "grounding": [{"source": source_to_json(s), "text": t} for s, t in run.grounding],
+            "grounding": [{"source": s.to_dict(), "text": t} for s, t in run.grounding],
         }
         tmp = self.directory / f".{run.run_id}.tmp"
         tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
@@ -60,4 +60,4 @@ class RunStore:
                             m["tool_call_id"], m["name"]) for m in data["messages"]]
         return PausedRun(data["run_id"], data["user_id"], data["question"], data["mode"], messages,
                          [(_call_from_json(p["call"]), p["proposal_id"]) for p in data["pending"]],
-                         [(source_from_json(g["source"]), g["text"]) for g in data["grounding"]])
+                         [(Source.from_dict(g["source"]), g["text"]) for g in data["grounding"]])

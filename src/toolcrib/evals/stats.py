@@ -50,6 +50,14 @@ class _ToolStats:
     errors: int = 0
 
 
+# What a call's event counts, per tool and (where named) per day.
+_COUNTED: dict[EventKind, tuple[str, str]] = {
+    EventKind.CALL_EXECUTED: ("ran", ""), EventKind.CALL_REFUSED: ("refused", "refusals"),
+    EventKind.CALL_HELD: ("held", "held"), EventKind.CALL_APPROVED: ("approved", "approved"),
+    EventKind.CALL_FAILED: ("errors", "errors"),
+}
+
+
 def _parse_at(value: str) -> datetime | None:
     try:
         return datetime.fromisoformat(value)
@@ -83,32 +91,21 @@ def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date
         if end is not None:
             day.latency_ms.append((end - start).total_seconds() * 1000)
         for e in events:
-            tool = per_tool[e.tool] if e.tool else None
             if e.kind is EventKind.MODEL_DECISION and e.decided_by == "model":
                 day.decisions += 1
                 if e.status == "tool_calls":
                     day.tool_decisions += 1
                 else:
                     day.direct += 1
-            elif tool is None:
-                if e.kind is EventKind.RUN_FINISHED and e.status == "abstained":
-                    day.abstained += 1
-            elif e.kind is EventKind.CALL_PROPOSED and e.decided_by == "model":
-                tool.proposed += 1
-            elif e.kind is EventKind.CALL_EXECUTED:
-                tool.ran += 1
-            elif e.kind is EventKind.CALL_REFUSED:
-                day.refusals += 1
-                tool.refused += 1
-            elif e.kind is EventKind.CALL_HELD:
-                day.held += 1
-                tool.held += 1
-            elif e.kind is EventKind.CALL_APPROVED:
-                day.approved += 1
-                tool.approved += 1
-            elif e.kind is EventKind.CALL_FAILED:
-                day.errors += 1
-                tool.errors += 1
+            elif e.kind is EventKind.RUN_FINISHED and e.status == "abstained":
+                day.abstained += 1
+            elif e.kind is EventKind.CALL_PROPOSED and e.decided_by == "model" and e.tool:
+                per_tool[e.tool].proposed += 1
+            elif e.kind in _COUNTED and e.tool:
+                tool_field, day_field = _COUNTED[e.kind]
+                setattr(per_tool[e.tool], tool_field, getattr(per_tool[e.tool], tool_field) + 1)
+                if day_field:
+                    setattr(day, day_field, getattr(day, day_field) + 1)
     days_out = []
     for key in sorted(per_day):
         d = per_day[key]

@@ -20,7 +20,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from toolcrib.policy.cues import DEFAULT_PATTERNS, Cue
 
@@ -294,3 +294,22 @@ class ClassifierScanner:
             if p >= self.threshold:
                 flags.append(Flag(self.kind, f"p={p:.2f}: " + " ".join(part[:self.excerpt].split())))
         return flags
+
+
+def quarantine_values(data: Any, scanner: Scanner) -> tuple[Any, list[Flag]]:
+    """``data`` (a tool result: text, or lists and objects of it) with each text quarantined, and
+    every flag raised."""
+    found: list[Flag] = []
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            flags = scanner.scan(value)
+            found.extend(flags)
+            return quarantine(value, flags) if flags else value
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(data), found

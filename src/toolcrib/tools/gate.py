@@ -27,7 +27,7 @@ from toolcrib.policy.audit import AuditStore, redact_arguments
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import Review, proposal_hash
-from toolcrib.policy.scanner import Flag, Scanner, quarantine
+from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.registry import Offer, Registry
@@ -54,9 +54,18 @@ class CallContext:
     question: str = ""  # the user's request, shown to an approver next to the call
     flags: list[str] = field(default_factory=list)  # what the scanner flagged in this run's results
 
-
     def tool_context(self) -> ToolContext:
         return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id)
+
+
+@dataclass(frozen=True)
+class _Result:
+    """A tool's value made ready once (and cached so for a READ): the payload the model is shown, the
+    data as the tool returned it (provenance matches against it) and what the scanner flagged."""
+
+    payload: dict[str, Any]
+    data: Any
+    flags: list[str]
 
 
 @dataclass
@@ -227,7 +236,7 @@ class Gate:
                 cctx.tracer.record(EventKind.CACHE_HIT, f"Cache hit: {tool.name}", decided_by="cache",
                                    tool=tool.name, call_id=call.id, effect=tool.effect.value,
                                    arguments=self._redacted(tool, call.arguments))
-                return self._ok(call, tool, hit, cctx, start, cached=True)
+                return self._ok(call, tool, hit, cctx, start, cached=True)  # made ready when it was cached
         attempts = 1 + (self.settings.read_retries if tool.idempotent else 0)
         for attempt in range(attempts):
             try:
@@ -240,9 +249,10 @@ class Gate:
                                    error_code=exc.code, detail={"attempt": attempt + 2, "of": attempts,
                                                                 "error": exc.internal or exc.message})
                 await asyncio.sleep(self.settings.retry_backoff_s * (2 ** attempt))
+        result = self._prepare(tool, value)
         if key is not None:
-            self.cache.put(key, value, tool.cache_ttl_s)
-        return self._ok(call, tool, value, cctx, start)
+            self.cache.put(key, result, tool.cache_ttl_s)
+        return self._ok(call, tool, result, cctx, start)
 
     async def _run_effect(self, call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext,
                           proposal_id: str | None, start: float) -> CallOutcome:
@@ -306,7 +316,7 @@ class Gate:
             self._audit("failed", actor="system", decided_by="code", tool=tool.name, proposal_id=proposal_id,
                         cctx=cctx)
             raise
-        outcome = self._ok(call, tool, value, cctx, start, proposal_id=proposal_id)
+        outcome = self._ok(call, tool, self._prepare(tool, value), cctx, start, proposal_id=proposal_id)
         self.approvals.finish(proposal_id, "executed", outcome.payload)
         self._audit("executed", actor=approval.approver, decided_by="human", tool=tool.name,
                     proposal_id=proposal_id, cctx=cctx)
@@ -329,19 +339,22 @@ class Gate:
 
     # -- recording --------------------------------------------------------------------------------
 
-    def _ok(self, call: ToolCall, tool: Tool, value: Any, cctx: CallContext, start: float, *,
-            cached: bool = False, proposal_id: str | None = None) -> CallOutcome:
+    def _prepare(self, tool: Tool, value: Any) -> _Result:
+        """Normalize and cap the value, and quarantine what the scanner flags in what the model is shown."""
         payload = ok_payload(tool.name, value, tool.max_result_chars or self.settings.max_result_chars)
-        data = payload["data"]  # as the tool returned it: provenance is matched against this
-        flags: list[str] = []
-        if self.scanner is not None:
-            found: list[Flag] = []
-            payload["data"] = _quarantined(data, self.scanner, found)  # what the model is shown
-            flags = [f"{f.kind}: {f.excerpt}" for f in found]
-            if flags:
-                cctx.flags.extend(f"{tool.name}: {flag}" for flag in flags)
-                cctx.tracer.record(EventKind.CONTENT_FLAGGED, f"Untrusted content flagged in {tool.name}",
-                                   tool=tool.name, call_id=call.id, detail=flags)
+        data = payload["data"]
+        if self.scanner is None:
+            return _Result(payload, data, [])
+        payload["data"], found = quarantine_values(data, self.scanner)
+        return _Result(payload, data, [f"{f.kind}: {f.excerpt}" for f in found])
+
+    def _ok(self, call: ToolCall, tool: Tool, result: _Result, cctx: CallContext, start: float, *,
+            cached: bool = False, proposal_id: str | None = None) -> CallOutcome:
+        payload, flags = dict(result.payload), list(result.flags)  # each outcome its own, a cached one too
+        if flags:
+            cctx.flags.extend(f"{tool.name}: {flag}" for flag in flags)
+            cctx.tracer.record(EventKind.CONTENT_FLAGGED, f"Untrusted content flagged in {tool.name}",
+                               tool=tool.name, call_id=call.id, detail=flags)
         if not cached:
             arguments = self._redacted(tool, call.arguments)
             cctx.tracer.record(EventKind.CALL_EXECUTED, f"Run tool: {tool.name}",
@@ -354,7 +367,7 @@ class Gate:
         # only untrusted content needs vouching for; a search over many documents is not the user
         # pointing at one of them
         asked = not tool.trusted and tool.result_sources is None and self._asked_by_user(call, tool, cctx)
-        for source, text in tool.sources(data):  # a flagged result is not trusted, whoever wrote it
+        for source, text in tool.sources(result.data):  # a flagged result is not trusted, whoever wrote it
             if flags:
                 source = Source(source.kind, source.name, trusted=False)
             elif asked and not source.trusted:
@@ -398,17 +411,3 @@ class Gate:
         if self.audit is not None:
             self.audit.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
                               trace_id=cctx.tracer.trace_id, detail=detail)
-
-
-def _quarantined(data: Any, scanner: Scanner, found: list[Flag]) -> Any:
-    """``data`` with the instruction-like sentences of each text in it replaced by a marker; the flags
-    are added to ``found``."""
-    if isinstance(data, str):
-        flags = scanner.scan(data)
-        found.extend(flags)
-        return quarantine(data, flags) if flags else data
-    if isinstance(data, dict):
-        return {k: _quarantined(v, scanner, found) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_quarantined(v, scanner, found) for v in data]
-    return data

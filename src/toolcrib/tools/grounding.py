@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 # What a tool identifier looks like when the tool does not say: a token holding a digit (ORD-1001,
@@ -50,6 +50,16 @@ class Source:
     def vouched(self) -> bool:
         """Trusted, or untrusted content the user pointed to."""
         return self.trusted or self.endorsed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Source:
+        if data.get("kind") not in ("user", "tool", "document"):
+            raise ValueError(f"not a source: {json.dumps(dict(data))[:80]}")
+        return cls(data["kind"], str(data.get("name", "")), bool(data.get("trusted", True)),
+                   bool(data.get("endorsed", False)))
 
 
 USER_REQUEST = Source("user")
@@ -175,13 +185,3 @@ def _scalars(value: Any) -> Iterable[Any]:
     elif value is not None and value != "":
         yield value
 
-
-def source_to_json(source: Source) -> dict[str, Any]:
-    return {"kind": source.kind, "name": source.name, "trusted": source.trusted, "endorsed": source.endorsed}
-
-
-def source_from_json(data: Any) -> Source:
-    if not isinstance(data, dict) or data.get("kind") not in ("user", "tool", "document"):
-        raise ValueError(f"not a source: {json.dumps(data)[:80]}")
-    return Source(data["kind"], str(data.get("name", "")), bool(data.get("trusted", True)),
-                  bool(data.get("endorsed", False)))

@@ -65,6 +65,11 @@ ResourceVersion = Callable[[dict[str, Any], ToolContext], str]
 # passage, labelled by its document). Without it, the whole result is one text from the tool.
 ResultSources = Callable[[Any], list[tuple[Source, str]]]
 
+def _name_words(name: str) -> list[str]:
+    """``get_most_recent_transactions`` -> get, most, recent, transactions: the verb first."""
+    return re.split(r"[_.\-]", name)
+
+
 # Words in tool names that say nothing about what the tool reads.
 _GENERIC = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from"})
 
@@ -135,13 +140,13 @@ class Tool:
     def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
         declared words, the first word of its name, its verb: "reserve" for reserve_stock."""
-        words = self.intent or (re.split(r"[_.\-]", self.name)[0],)
+        words = self.intent or _name_words(self.name)[:1]
         return bool(stems(" ".join(words)) & stems(request))
 
     def named_by(self, request: str) -> bool:
         """Whether ``request`` names what this tool reads: a word of its name after the verb ("channel"
         for get_channels, "inbox" for read_inbox), in any form."""
-        words = [w for w in re.split(r"[_.\-]", self.name)[1:] if len(w) > 3 and w not in _GENERIC]
+        words = [w for w in _name_words(self.name)[1:] if len(w) > 3 and w not in _GENERIC]
         return bool(stems(" ".join(words)) & stems(request))
 
     def sources(self, data: Any) -> list[tuple[Source, str]]:
@@ -155,6 +160,12 @@ class Tool:
         if not _TOOL_NAME.fullmatch(self.name):
             raise ConfigError(f"tool name {self.name!r} is not valid: use 1 to 128 characters, each a letter, "
                               "a digit, '_', '.' or '-'", key="tools")
+        declared = self.parameters.get("properties", {})
+        for option in ("identifiers", "sensitive", "egress"):  # however the tool was built or changed
+            undeclared = [name for name in getattr(self, option) if name not in declared]
+            if undeclared:
+                raise ConfigError(f"tool '{self.name}': {option} {undeclared} are not among its parameters",
+                                  key="tools")
 
     def validate(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
         """Strict validation of the arguments as JSON (an Enum parameter takes its value, "rw"), then the
@@ -289,11 +300,6 @@ def assemble_tool(
     effect = options.get("effect", Effect.READ)
     read = effect is Effect.READ
     identifiers = tuple(dict.fromkeys(options.get("identifiers", ())))
-    declared = parameters.get("properties", {})
-    for option in ("identifiers", "sensitive", "egress"):
-        undeclared = [i for i in options.get(option, ()) if i not in declared]  # type: ignore[attr-defined]
-        if undeclared:
-            raise ConfigError(f"tool '{name}': {option} {undeclared} are not among its parameters", key="tools")
     idempotent = options.get("idempotent")
     cache_ttl_s = options.get("cache_ttl_s")
     return Tool(

@@ -55,11 +55,6 @@ class EventKind(StrEnum):
     # detail: {"text", "flags"} and, when paused, {"proposals": [{"proposal_id", "tool", "call_id"}]}
 
 
-# Kinds that close one tool call, for readers that count executions.
-CALL_OUTCOMES = frozenset({EventKind.CALL_EXECUTED, EventKind.CALL_FAILED, EventKind.CALL_REFUSED,
-                           EventKind.CALL_HELD, EventKind.CACHE_HIT, EventKind.CALL_REPLAYED})
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 

@@ -8,7 +8,6 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,18 +119,10 @@ def new_trace_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def load_trace(path: Path) -> list[dict[str, Any]]:
-    """Read a JSONL trace back as a list of records, as written."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def read_events(path: Path) -> list[Event]:
     """Read a JSONL trace back as typed events; raises ``TraceFormatError`` for a record of another
     schema version (such as a trace written before typed events) or a line that is not JSON."""
-    return list(_events(path))
-
-
-def _events(path: Path) -> Iterator[Event]:
+    events = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -139,4 +130,5 @@ def _events(path: Path) -> Iterator[Event]:
             data = json.loads(line)
         except json.JSONDecodeError:
             raise TraceFormatError(f"{path.name}, line {number}: not a JSON record") from None
-        yield Event.from_dict(data)
+        events.append(Event.from_dict(data))
+    return events
