@@ -68,7 +68,7 @@ from toolcrib import (
     ToolSpec,
     json_schema_tool,
 )
-from toolcrib.agent.runs import RunStore
+from toolcrib.agent.runs import FileRunStore
 from toolcrib.policy.approvals import ApprovalStore, SQLiteApprovalStore
 from toolcrib.tools.tool import ToolOptions
 
@@ -699,7 +699,7 @@ def _run(case: Case, tools: list[Tool], gate_settings: GateSettings, folder: Pat
 
     limits = Limits(rounds=64, tool_calls=256, wall_s=60.0)
     runner = Runner(FunctionModel(obey), gate, RunnerSettings(mode="loop", require_evidence=False, limits=limits),
-                    runs=RunStore(folder / "runs"))
+                    runs=FileRunStore(folder / "runs"))
     answer = runner.ask(case.prompt, USER)
     answers = [answer]
     while answer.outcome == "paused" and len(answers) <= MAX_RESUMES:

@@ -28,7 +28,7 @@ from toolcrib import (
     Tracer,
     tool,
 )
-from toolcrib.agent.runs import RunStore
+from toolcrib.agent.runs import FileRunStore
 from toolcrib.policy import ApprovalRefused, SafetyEnvelope, SQLiteApprovalStore, SQLiteAuditStore
 from toolcrib.tools.grounding import Grounding
 
@@ -72,17 +72,17 @@ ENVELOPE = SafetyEnvelope.from_config({"set_supply_voltage": {"argument": "volts
 
 
 @pytest.fixture()
-def setup(tmp_path: Path) -> tuple[Gate, SQLiteApprovalStore, SQLiteAuditStore, RunStore]:
+def setup(tmp_path: Path) -> tuple[Gate, SQLiteApprovalStore, SQLiteAuditStore, FileRunStore]:
     STOCK["F2"] = 5
     RUNS.clear()
     approvals = SQLiteApprovalStore(tmp_path / "approvals.sqlite")
     audit = SQLiteAuditStore(tmp_path / "audit.sqlite")
     gate = Gate(Registry([lookup_stock, reserve_stock, set_supply_voltage]), POLICY, approvals=approvals, audit=audit,
                 envelope=ENVELOPE)
-    return gate, approvals, audit, RunStore(tmp_path / "runs")
+    return gate, approvals, audit, FileRunStore(tmp_path / "runs")
 
 
-def reserve_run(gate: Gate, runs: RunStore, quantity: int = 3) -> tuple[Runner, Any]:
+def reserve_run(gate: Gate, runs: FileRunStore, quantity: int = 3) -> tuple[Runner, Any]:
     model = ScriptedModel([{"tool_calls": [{"name": "reserve_stock",
                                             "arguments": {"part_number": "F2", "quantity": quantity}}]},
                            f"Reserved {quantity} F2 filters [reserve_stock#1].",

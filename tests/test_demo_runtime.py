@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from toolcrib import ScriptedModel, Workspace
-from toolcrib.cli.approve import decide
 from toolcrib.demo import WORKSPACE
+from toolcrib.desk import ApprovalDesk
 from toolcrib.errors import InvalidArguments, NotPermitted
 from toolcrib.policy.envelope import SafetyEnvelope
 
@@ -62,8 +62,8 @@ def test_a_reservation_waits_for_an_admin_then_changes_stock(ws: Workspace) -> N
 
     proposal_id = ws.approvals().pending()[0].id
     with pytest.raises(NotPermitted):  # alice is not an approver (and may never approve her own call)
-        decide(ws, proposal_id, ws.principal("alice"))
-    assert decide(ws, proposal_id, ws.principal("ada"))["status"] == "approved"
+        ApprovalDesk(ws).decide(proposal_id, ws.principal("alice"))
+    assert ApprovalDesk(ws).decide(proposal_id, ws.principal("ada"))["status"] == "approved"
     runner.resume(paused.run_id, ws.principal("alice"))
     assert available(ws, "F2") == 2
 

@@ -96,6 +96,34 @@ class PolicySection(_Section):
     version: str = "1"
 
 
+class JWTSection(_Section):
+    """Bearer JWTs an identity provider signs, accepted beside API keys; ``claim`` names the user."""
+
+    # Verification keys: a JWKS file (relative to the workspace), a JWKS URL, or a shared HS256
+    # secret read from the environment variable named here (never the secret itself).
+    jwks_file: str | None = None
+    jwks_url: str | None = None
+    secret_env: str | None = None
+    algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256"])
+    issuer: str | None = None
+    audience: str | None = None
+    claim: str = "sub"  # the claim whose value is the workspace user's name
+    leeway_s: float = Field(30.0, ge=0)
+
+
+class ServiceSection(_Section):
+    """``toolcrib serve``: bounds on what one process accepts and runs."""
+
+    queue: int = Field(16, ge=0)  # questions waiting for a model slot; a full queue answers 503
+    model_slots: int | None = Field(None, gt=0)  # runs at once per process (default: 1 for the embedded model, else 8)
+    queue_wait_s: float = Field(120.0, gt=0)  # longest a question waits for a slot before 503
+    runs_per_minute: int = Field(60, gt=0)  # asks and resumes per user, shared by every process on [policy] dsn
+    runs_per_user: int = Field(2, gt=0)  # one user's runs at once, per process
+    max_body_bytes: int = Field(65536, gt=0)
+    max_question_chars: int = Field(4000, gt=0)
+    jwt: JWTSection | None = None
+
+
 class GroupSection(_Section):
     tools: list[str] = Field(default_factory=list)
     approve: list[str] = Field(default_factory=list)
@@ -120,6 +148,7 @@ class WorkspaceConfig(_Section):
     policy: PolicySection = Field(default_factory=PolicySection)
     groups: dict[str, GroupSection] = Field(default_factory=dict)
     users: dict[str, UserSection] = Field(default_factory=dict)
+    service: ServiceSection = Field(default_factory=ServiceSection)
     envelopes: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 

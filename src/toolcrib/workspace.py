@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from toolcrib.agent.runner import Limits, Mode, Runner, RunnerSettings
-from toolcrib.agent.runs import RunStore
+from toolcrib.agent.runs import FileRunStore, RunStore
 from toolcrib.config import WorkspaceConfig, load_config
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Model
@@ -387,6 +387,15 @@ class Workspace:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         return SQLiteAuditStore(self.state_dir / "audit.sqlite")
 
+    @cached_property
+    def run_store(self) -> RunStore:
+        """Runs and paused runs: in PostgreSQL beside approvals when ``[policy] dsn`` is set, else files."""
+        if self.policy_dsn:
+            from toolcrib.agent.runs import PostgresRunStore
+
+            return PostgresRunStore(self.policy_dsn)
+        return FileRunStore(self.state_dir / "runs")
+
     def model(self, spec: str | None = None) -> Model:
         cfg = self.config.model
         return get_model(spec or cfg.spec, cfg.settings)
@@ -406,7 +415,7 @@ class Workspace:
             offer_only_groundable=cfg.tools.offer_only_groundable,
             search_when_nothing_found=cfg.retrieval.search_when_nothing_found)
         return Runner(model or self.model(), gate or self.gate(), settings, resources=self.resources,
-                      tracer_factory=self.tracer_factory(), runs=RunStore(self.state_dir / "runs"))
+                      tracer_factory=self.tracer_factory(), runs=self.run_store)
 
 
 class _Lazy(Generic[T]):

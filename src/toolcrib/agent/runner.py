@@ -6,14 +6,14 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.evidence import EvidenceLedger
-from toolcrib.agent.runs import PausedRun, RunStore
+from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted
 from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
@@ -22,7 +22,7 @@ from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.registry import tool_specs
 from toolcrib.tools.result import CallOutcome
 from toolcrib.trace.events import DecidedBy, EventKind
-from toolcrib.trace.tracer import Tracer
+from toolcrib.trace.tracer import TraceExporter, Tracer
 
 Mode = Literal["single", "loop"]
 
@@ -57,6 +57,7 @@ class _Run:
     cctx: CallContext
     messages: list[Message]
     run_id: str
+    mode: Mode
     started: float = field(default_factory=time.perf_counter)
     evidence: EvidenceLedger = field(default_factory=EvidenceLedger)
     outcomes: list[CallOutcome] = field(default_factory=list)
@@ -67,6 +68,7 @@ class _Run:
     model_decisions: int = 0
     reminded: bool = False
     code_searched: bool = False
+    paused: PausedRun | None = None
 
 
 class Runner:
@@ -91,31 +93,34 @@ class Runner:
 
     # -- public -----------------------------------------------------------------------------------
 
-    def ask(self, question: str, principal: Principal, *, mode: Mode | None = None) -> Answer:
-        return asyncio.run(self.aask(question, principal, mode=mode))
+    def ask(self, question: str, principal: Principal, *, mode: Mode | None = None,
+            exporters: Sequence[TraceExporter] = ()) -> Answer:
+        return asyncio.run(self.aask(question, principal, mode=mode, exporters=exporters))
 
-    def resume(self, run_id: str, principal: Principal) -> Answer:
-        return asyncio.run(self.aresume(run_id, principal))
+    def resume(self, run_id: str, principal: Principal, *, exporters: Sequence[TraceExporter] = ()) -> Answer:
+        return asyncio.run(self.aresume(run_id, principal, exporters=exporters))
 
-    async def aask(self, question: str, principal: Principal, *, mode: Mode | None = None) -> Answer:
+    async def aask(self, question: str, principal: Principal, *, mode: Mode | None = None,
+                   exporters: Sequence[TraceExporter] = ()) -> Answer:
+        """Answer ``question`` for ``principal``; ``exporters`` also receive this run's events as they happen."""
         mode = mode or self.settings.mode
-        run = self._start(question, principal, mode)
+        run = self._start(question, principal, mode, exporters)
         return await self._bounded(run, self._single(run) if mode == "single" else self._loop(run))
 
-    async def aresume(self, run_id: str, principal: Principal) -> Answer:
+    async def aresume(self, run_id: str, principal: Principal, *, exporters: Sequence[TraceExporter] = ()) -> Answer:
         """Continue a run paused for approval: run the approved call(s) exactly as proposed."""
         if self.runs is None:
             raise ConfigError("this runner has no run store (Runner(runs=RunStore(...))), so it cannot resume runs")
         paused = self.runs.load(run_id)
         if paused.user_id != principal.user_id:
             raise NotPermitted(f"run {run_id} belongs to another user")
-        tracer = self.tracer_factory()
+        tracer = self._tracer(exporters)
         grounding = Grounding()
         for source, text in paused.grounding:
             grounding.add(text, source)
         run = _Run(paused.question, principal, tracer,
                    CallContext(principal, tracer, grounding, self.resources, run_id, question=paused.question),
-                   paused.messages, run_id)
+                   paused.messages, run_id, "loop" if paused.mode == "loop" else "single")
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_RESUMED, "Resume paused run", decided_by="human",
                       detail={"question": paused.question, "user": principal.user_id, "mode": paused.mode})
@@ -126,7 +131,7 @@ class Runner:
         self._observe(run, outcomes)
         pending = [o for o in outcomes if o.status == "approval_required"]
         if pending:
-            return self._pause(run, pending, "loop" if paused.mode == "loop" else "single")
+            return self._pause(run, pending)
         if paused.mode == "single":
             return await self._finish_with_final_ask(run)
         return await self._loop(run)
@@ -142,8 +147,13 @@ class Runner:
 
     # -- modes ------------------------------------------------------------------------------------
 
-    def _start(self, question: str, principal: Principal, mode: Mode) -> _Run:
+    def _tracer(self, exporters: Sequence[TraceExporter]) -> Tracer:
         tracer = self.tracer_factory()
+        tracer.exporters.extend(exporters)
+        return tracer
+
+    def _start(self, question: str, principal: Principal, mode: Mode, exporters: Sequence[TraceExporter]) -> _Run:
+        tracer = self._tracer(exporters)
         run_id = uuid.uuid4().hex[:12]
         cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id, question=question)
         extra = "\n".join(p for p in (self.settings.system_prompt,
@@ -153,7 +163,7 @@ class Runner:
         tracer.record(EventKind.RUN_STARTED, f"Start run ({mode} mode)",
                       detail={"question": question, "user": principal.user_id, "mode": mode})
         return _Run(question, principal, tracer, cctx,
-                    [Message("system", system), Message("user", question)], run_id)
+                    [Message("system", system), Message("user", question)], run_id, mode)
 
     def _offer(self, run: _Run) -> list[ToolSpec]:
         """Decide what the model is offered now; the gate refuses anything else (``not_offered``)."""
@@ -184,7 +194,7 @@ class Runner:
             self._drop(run, extra, "single-call mode runs only the first proposed call")
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
         if pending:
-            return self._pause(run, pending, "single")
+            return self._pause(run, pending)
         return await self._finish_with_final_ask(run)
 
     async def _loop(self, run: _Run) -> Answer:
@@ -217,7 +227,7 @@ class Runner:
             self._observe(run, outcomes)
             pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
             if pending:
-                return self._pause(run, pending, "loop")
+                return self._pause(run, pending)
 
     # -- steps ------------------------------------------------------------------------------------
 
@@ -316,13 +326,12 @@ class Runner:
                           detail={"searched": run.evidence.searched, "model_text": text[:300]})
         return self._finish(run, run.evidence.abstention(run.outcomes), outcome="abstained", abstained=True)
 
-    def _pause(self, run: _Run, pending: list[CallOutcome], mode: Mode) -> Answer:
+    def _pause(self, run: _Run, pending: list[CallOutcome]) -> Answer:
         lines = [f"Held for approval: {o.call.name}({json.dumps(o.call.arguments, sort_keys=True)}) as proposal "
                  f"{o.proposal_id}. An approver can review it with `toolcrib approve {o.proposal_id}`; then resume "
                  f"this run with `toolcrib ask --resume {run.run_id}`." for o in pending]
-        if self.runs is not None:
-            self.runs.save(PausedRun(run.run_id, run.principal.user_id, run.question, mode, run.messages,
-                                     [(o.call, o.proposal_id or "") for o in pending], run.cctx.grounding.sources))
+        run.paused = PausedRun(run.run_id, run.principal.user_id, run.question, run.mode, run.messages,
+                               [(o.call, o.proposal_id or "") for o in pending], run.cctx.grounding.sources)
         return self._finish(run, "\n".join(lines), outcome="paused")
 
     def _finish(self, run: _Run, text: str, *, outcome: Outcome, abstained: bool = False) -> Answer:
@@ -349,4 +358,8 @@ class Runner:
         run.tracer.record(EventKind.RUN_FINISHED, f"Final answer ({outcome})", status=outcome,
                           citations=[c.id for c in citations], ms=answer.ms, detail=detail)
         run.tracer.close()
+        if self.runs is not None:
+            self.runs.record(RunRecord(run.run_id, run.principal.user_id, run.principal.tenant, run.question, run.mode,
+                                       outcome, answer.to_dict(), [e.to_dict() for e in run.tracer.events],
+                                       [run.tracer.trace_id], run.paused))
         return answer

@@ -1,16 +1,29 @@
-"""Paused runs, stored so a run held for approval can be resumed later, in another process."""
+"""Runs as records: who asked what, every event, the latest Answer, and the state of a run paused for
+approval, so it can be read back and resumed later, in another process or on another host.
+
+``FileRunStore`` keeps one JSON file per run (one host); ``PostgresRunStore`` one row per run, shared by
+every ``toolcrib serve`` process on the same ``[policy] dsn``.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-from dataclasses import dataclass
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Message, ToolCall
 from toolcrib.tools.grounding import Source
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass
@@ -23,6 +36,23 @@ class PausedRun:
     pending: list[tuple[ToolCall, str]]
     grounding: list[tuple[Source, str]]  # every text the run had seen, with its source
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "user_id": self.user_id, "question": self.question, "mode": self.mode,
+            "messages": [{"role": m.role, "content": m.content, "tool_calls": [_call_to_json(c) for c in m.tool_calls],
+                          "tool_call_id": m.tool_call_id, "name": m.name} for m in self.messages],
+            "pending": [{"call": _call_to_json(c), "proposal_id": pid} for c, pid in self.pending],
+            "grounding": [{"source": s.to_dict(), "text": t} for s, t in self.grounding],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PausedRun:
+        messages = [Message(m["role"], m["content"], tuple(_call_from_json(c) for c in m["tool_calls"]),
+                            m["tool_call_id"], m["name"]) for m in data["messages"]]
+        return cls(data["run_id"], data["user_id"], data["question"], data["mode"], messages,
+                   [(_call_from_json(p["call"]), p["proposal_id"]) for p in data["pending"]],
+                   [(Source.from_dict(g["source"]), g["text"]) for g in data["grounding"]])
+
 
 def _call_to_json(call: ToolCall) -> dict[str, Any]:
     return {"id": call.id, "name": call.name, "arguments": call.arguments}
@@ -32,32 +62,174 @@ def _call_from_json(data: dict[str, Any]) -> ToolCall:
     return ToolCall(id=data["id"], name=data["name"], arguments=data["arguments"])
 
 
-class RunStore:
-    """One JSON file per paused run, written atomically."""
+@dataclass
+class RunRecord:
+    """One run across its asks and resumes: the latest Answer (as ``Answer.to_dict()``), every event (as
+    ``Event.to_dict()``, in order, one trace per ask or resume) and the state of its last pause for approval,
+    which resuming needs (kept after a resume, so a duplicate resume replays recorded outcomes)."""
+
+    run_id: str
+    user_id: str
+    tenant: str
+    question: str
+    mode: str
+    outcome: str = ""
+    answer: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    traces: list[str] = field(default_factory=list)
+    paused: PausedRun | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """The record without its events and paused state: what a list of runs shows."""
+        return {"run_id": self.run_id, "user": self.user_id, "tenant": self.tenant, "question": self.question,
+                "mode": self.mode, "outcome": self.outcome, "created_at": self.created_at,
+                "updated_at": self.updated_at, "traces": list(self.traces)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.summary(), "answer": self.answer, "events": self.events,
+                "paused": self.paused.to_dict() if self.paused else None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        return cls(data["run_id"], data["user"], data["tenant"], data["question"], data["mode"],
+                   data.get("outcome", ""), data.get("answer") or {}, list(data.get("events") or []),
+                   list(data.get("traces") or []),
+                   PausedRun.from_dict(data["paused"]) if data.get("paused") else None,
+                   float(data.get("created_at", 0.0)), float(data.get("updated_at", 0.0)))
+
+
+class RunStore(ABC):
+    """Where runs are recorded and paused runs wait. Recording a run segment is atomic per run."""
+
+    @abstractmethod
+    def get(self, run_id: str) -> RunRecord | None:
+        """The run with this id, or None (also for an id that cannot be one)."""
+
+    @abstractmethod
+    def for_user(self, user_id: str, *, limit: int = 50) -> list[RunRecord]:
+        """This user's runs, newest first."""
+
+    @abstractmethod
+    def _update(self, run_id: str, change: Callable[[RunRecord | None], RunRecord]) -> RunRecord:
+        """Read, change and write one run's record as one atomic step."""
+
+    def record(self, segment: RunRecord) -> RunRecord:
+        """Add one ask or resume (its events, Answer, outcome and paused state) to the run's record."""
+        now = time.time()
+
+        def merge(old: RunRecord | None) -> RunRecord:
+            if old is None:
+                return replace(segment, created_at=now, updated_at=now)
+            return replace(old, outcome=segment.outcome, answer=segment.answer, events=old.events + segment.events,
+                           traces=old.traces + [t for t in segment.traces if t not in old.traces],
+                           paused=segment.paused or old.paused, updated_at=now)
+
+        return self._update(segment.run_id, merge)
+
+    def load(self, run_id: str) -> PausedRun:
+        """The state of a run's last pause; ConfigError when there is no such run or it never paused."""
+        record = self.get(run_id)
+        if record is None or record.paused is None:
+            raise ConfigError(f"no paused run with id '{run_id}'")
+        return record.paused
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+class FileRunStore(RunStore):
+    """One JSON file per run in a folder, written atomically, changed under a file lock."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
-    def save(self, run: PausedRun) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        data = {
-            "run_id": run.run_id, "user_id": run.user_id, "question": run.question, "mode": run.mode,
-            "messages": [{"role": m.role, "content": m.content, "tool_calls": [_call_to_json(c) for c in m.tool_calls],
-                          "tool_call_id": m.tool_call_id, "name": m.name} for m in run.messages],
-            "pending": [{"call": _call_to_json(c), "proposal_id": pid} for c, pid in run.pending],
-            "grounding": [{"source": s.to_dict(), "text": t} for s, t in run.grounding],
-        }
-        tmp = self.directory / f".{run.run_id}.tmp"
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, self.directory / f"{run.run_id}.json")
+    def _path(self, run_id: str) -> Path | None:
+        return self.directory / f"{run_id}.json" if _RUN_ID.match(run_id) else None
 
-    def load(self, run_id: str) -> PausedRun:
-        path = self.directory / f"{run_id}.json"
-        if not run_id.isalnum() or not path.exists():
-            raise ConfigError(f"no paused run with id '{run_id}'", file=str(self.directory))
-        data = json.loads(path.read_text(encoding="utf-8"))
-        messages = [Message(m["role"], m["content"], tuple(_call_from_json(c) for c in m["tool_calls"]),
-                            m["tool_call_id"], m["name"]) for m in data["messages"]]
-        return PausedRun(data["run_id"], data["user_id"], data["question"], data["mode"], messages,
-                         [(_call_from_json(p["call"]), p["proposal_id"]) for p in data["pending"]],
-                         [(Source.from_dict(g["source"]), g["text"]) for g in data["grounding"]])
+    def get(self, run_id: str) -> RunRecord | None:
+        path = self._path(run_id)
+        if path is None or not path.exists():
+            return None
+        return RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+    def for_user(self, user_id: str, *, limit: int = 50) -> list[RunRecord]:
+        if not self.directory.exists():
+            return []
+        paths = sorted(self.directory.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        out = []
+        for path in paths:
+            record = RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            if record.user_id == user_id:
+                out.append(record)
+                if len(out) >= limit:
+                    break
+        return out
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with (self.directory / ".lock").open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _update(self, run_id: str, change: Callable[[RunRecord | None], RunRecord]) -> RunRecord:
+        path = self._path(run_id)
+        if path is None:
+            raise ConfigError(f"'{run_id}' is not a run id")
+        with self._locked():
+            record = change(self.get(run_id))
+            tmp = path.with_name(f".{run_id}.tmp")
+            tmp.write_text(json.dumps(record.to_dict(), ensure_ascii=False, default=str), encoding="utf-8")
+            os.replace(tmp, path)
+        return record
+
+
+_POSTGRES_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS toolcrib_runs (
+        id TEXT PRIMARY KEY, user_id TEXT NOT NULL, tenant TEXT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL, body TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS toolcrib_runs_user ON toolcrib_runs (user_id, updated_at)",
+]
+
+
+class PostgresRunStore(RunStore):
+    """One row per run in PostgreSQL, so a run paused on one process resumes on another."""
+
+    def __init__(self, dsn: str, *, schema: str | None = None) -> None:
+        from toolcrib.policy._connections import PostgresConnection
+
+        self._db = PostgresConnection(dsn, schema, "run store")
+        self._db.migrate(_POSTGRES_SCHEMA)
+
+    def get(self, run_id: str) -> RunRecord | None:
+        with self._db.tx(write=False) as cur:
+            cur.execute("SELECT body FROM toolcrib_runs WHERE id = %s", (run_id,))
+            row = cur.fetchone()
+        return None if row is None else RunRecord.from_dict(json.loads(row[0]))
+
+    def for_user(self, user_id: str, *, limit: int = 50) -> list[RunRecord]:
+        with self._db.tx(write=False) as cur:
+            cur.execute("SELECT body FROM toolcrib_runs WHERE user_id = %s ORDER BY updated_at DESC LIMIT %s",
+                        (user_id, limit))
+            rows = cur.fetchall()
+        return [RunRecord.from_dict(json.loads(r[0])) for r in rows]
+
+    def _update(self, run_id: str, change: Callable[[RunRecord | None], RunRecord]) -> RunRecord:
+        with self._db.tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("toolcrib.run:" + run_id,))
+            cur.execute("SELECT body FROM toolcrib_runs WHERE id = %s", (run_id,))
+            row = cur.fetchone()
+            record = change(None if row is None else RunRecord.from_dict(json.loads(row[0])))
+            cur.execute("INSERT INTO toolcrib_runs (id, user_id, tenant, updated_at, body) VALUES (%s, %s, %s, %s, %s)"
+                        " ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, body = EXCLUDED.body",
+                        (run_id, record.user_id, record.tenant, record.updated_at,
+                         json.dumps(record.to_dict(), ensure_ascii=False, default=str)))
+        return record
+
+    def close(self) -> None:
+        self._db.close()

@@ -27,6 +27,12 @@ def _scripted(rest: str, settings: Mapping[str, Any]) -> Model:
     return ScriptedModel.from_file(rest)
 
 
+def _function(rest: str, settings: Mapping[str, Any]) -> Model:
+    from toolcrib.models.scripted import FunctionModel
+
+    return FunctionModel.from_spec(rest)
+
+
 def _dry(rest: str, settings: Mapping[str, Any]) -> Model:
     from toolcrib.models.dry import DryModel
 
@@ -37,3 +43,4 @@ register_model("local", _local)
 register_model("openai", _openai)
 register_model("scripted", _scripted)
 register_model("dry", _dry)
+register_model("function", _function)

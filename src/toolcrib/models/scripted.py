@@ -8,7 +8,11 @@ controlled error downstream, not a crash).
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
 import json
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -124,6 +128,35 @@ class FunctionModel(Model):
 
     def __init__(self, fn: Callable[[list[Message], list[ToolSpec] | None], Completion | str]) -> None:
         self.fn = fn
+
+    @classmethod
+    def from_spec(cls, spec: str) -> FunctionModel:
+        """``function:FILE.py:NAME`` or ``function:package.module:NAME``: a deterministic model written as a
+        Python function, for tests, demos and load benchmarks."""
+        target, _, name = spec.rpartition(":")
+        if not target or not name:
+            raise ConfigError("the function model needs 'function:FILE.py:NAME' or 'function:MODULE:NAME'",
+                              key="model")
+        try:
+            if target.endswith(".py"):
+                path = Path(target).resolve()
+                module_name = "toolcrib_model_" + hashlib.sha256(str(path).encode()).hexdigest()[:10]
+                module = sys.modules.get(module_name)
+                if module is None:
+                    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+                    if loader_spec is None or loader_spec.loader is None:
+                        raise ImportError(f"cannot import {path}")
+                    module = importlib.util.module_from_spec(loader_spec)
+                    loader_spec.loader.exec_module(module)
+                    sys.modules[module_name] = module
+            else:
+                module = importlib.import_module(target)
+        except (ImportError, OSError, SyntaxError) as exc:
+            raise ConfigError(f"cannot import the model function's module: {exc}", key="model") from None
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            raise ConfigError(f"'{name}' in {target} is not a function", key="model")
+        return cls(fn)
 
     def complete(
         self,

@@ -30,6 +30,8 @@ _FINISHED = OUTCOMES | {"executing"}
 class ApprovalStore(ABC):
     """Proposals, the approvals bound to their hashes, and the outcome of each approved call."""
 
+    pending_ttl_s: float = 86_400.0  # a proposal nobody decides on expires after this long
+
     @abstractmethod
     def propose(
         self,

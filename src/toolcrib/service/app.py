@@ -1,0 +1,459 @@
+"""The HTTP service: ``toolcrib serve``. An ASGI app (FastAPI) over one workspace.
+
+Every endpoint but ``/healthz``, ``/readyz`` and the page's static files needs a bearer credential;
+the principal comes from it, never from a body. Runs execute on a thread pool sized to the model slots
+(``RunSlots``); everything else (approvals, run reads, health) runs beside them and never waits behind
+a model. A user sees only their tenant's proposals and audit and only their own runs; anything else
+answers 404, exactly like an id that does not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from toolcrib.agent.answer import Answer
+from toolcrib.agent.runner import Runner
+from toolcrib.desk import ApprovalDesk
+from toolcrib.errors import ModelFacingError, NotPermitted, OperatorError, ToolcribError
+from toolcrib.models.base import Loadable, Model
+from toolcrib.policy.principal import Principal
+from toolcrib.policy.proposals import ApprovalRefused
+from toolcrib.service.auth import Authenticator, JWTVerifier, Unauthenticated, service_store
+from toolcrib.service.metrics import Metrics
+from toolcrib.service.slots import Busy, RunSlots
+from toolcrib.service.stream import EventQueue, answer_frames, error_frame, event_frames, is_finish, sse
+from toolcrib.trace.events import Event, EventKind
+from toolcrib.trace.tracer import TraceExporter
+from toolcrib.workspace import Workspace
+
+log = logging.getLogger("toolcrib.service")
+STATIC = Path(__file__).parent / "static"
+MODEL_ENV = "TOOLCRIB_SERVE_MODEL"
+_REFUSAL_STATUS = {"not_found": 404, "not_an_approver": 403, "self_approval": 403}
+Job = Callable[[Runner, Sequence[TraceExporter]], Answer]
+
+
+class NotFound(NotPermitted):
+    """Nothing with this id that the caller may see (HTTP 404), whether or not it exists."""
+
+    code = "not_found"
+
+
+class AskRequest(BaseModel):
+    question: str = Field(min_length=1, description="The question, as the user wrote it.")
+    mode: Literal["single", "loop"] | None = Field(None, description="single (level 4) or loop (ReAct).")
+
+
+class Decision(BaseModel):
+    hash: str = Field(min_length=1, description="The proposal hash the approver was shown.")
+    reason: str = Field("", max_length=2000, description="Why (recorded in the audit).")
+
+
+class Service:
+    """The parts one process shares between requests."""
+
+    def __init__(self, ws: Workspace, model_spec: str | None = None) -> None:
+        self.ws = ws
+        self.model_spec = model_spec
+        cfg = ws.config.service
+        self.store = service_store(ws)
+        self.auth = Authenticator(ws, self.store, JWTVerifier(cfg.jwt, ws.root) if cfg.jwt else None)
+        self.desk = ApprovalDesk(ws)
+        self.gate = ws.gate(approvals=self.desk.approvals, audit=self.desk.audit)
+        self.runs = ws.run_store
+        probe = ws.model(model_spec)
+        self.shared_model: Model | None = probe if isinstance(probe, Loadable) else None  # one engine per process
+        slots = cfg.model_slots or (1 if self.shared_model is not None else 8)
+        self.slots = RunSlots(slots, cfg.queue, cfg.runs_per_user, cfg.queue_wait_s)
+        self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="toolcrib-run")
+        self.metrics = Metrics()
+        self.ready = self.shared_model is None
+        self.load_error = ""
+
+    async def load(self) -> None:
+        """Load the shared model off the event loop; ``/readyz`` says ready once it has."""
+        model = self.shared_model
+        if isinstance(model, Loadable):
+            try:
+                await asyncio.get_running_loop().run_in_executor(self.pool, model.load)
+            except ToolcribError as exc:
+                self.load_error = str(exc)
+                return
+        self.ready = True
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.desk.close()
+        self.store.close()
+        self.runs.close()
+
+    # -- who is asking --------------------------------------------------------------------------------
+
+    def limit_rate(self, principal: Principal) -> None:
+        limit = self.ws.config.service.runs_per_minute
+        if self.store.hit(principal.user_id) > limit:
+            raise Busy(f"more than {limit} runs a minute for {principal.user_id} (service.runs_per_minute)",
+                       status=429, retry_after=60 - int(time.time()) % 60)
+
+    # -- runs -----------------------------------------------------------------------------------------
+
+    def _runner(self, mode: Literal["single", "loop"] | None = None) -> Runner:
+        model = self.shared_model or self.ws.model(self.model_spec)  # a fresh fake per run; one engine per process
+        return self.ws.runner(model, mode=mode, gate=self.gate)
+
+    async def _start(self, principal: Principal, job: Job, runner: Runner,
+                     exporters: Sequence[TraceExporter]) -> asyncio.Future[Answer]:
+        """Start ``job`` on the run pool once a slot is free; the slot is released when the run ends, even
+        if the client has gone (the run still finishes and is recorded)."""
+        self.limit_rate(principal)
+        await self.slots.acquire(principal.user_id)
+        future = asyncio.get_running_loop().run_in_executor(self.pool, job, runner, exporters)
+        future.add_done_callback(lambda f: self._ended(principal.user_id, f))
+        return future
+
+    def _ended(self, user: str, future: asyncio.Future[Answer]) -> None:
+        self.slots.release(user)
+        if future.cancelled() or future.exception() is not None:
+            self.metrics.inc("toolcrib_runs_total", "Runs ended, by outcome.", outcome="error")
+        else:
+            self.metrics.inc("toolcrib_runs_total", "Runs ended, by outcome.", outcome=future.result().outcome)
+
+    async def answer(self, principal: Principal, job: Job, mode: Literal["single", "loop"] | None = None) -> Answer:
+        future = await self._start(principal, job, self._runner(mode), ())
+        return await asyncio.shield(future)
+
+    async def stream(self, principal: Principal, job: Job, mode: Literal["single", "loop"] | None = None
+                     ) -> StreamingResponse:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        future = await self._start(principal, job, self._runner(mode), [EventQueue(loop, queue)])
+        future.add_done_callback(lambda _: queue.put_nowait(None))
+
+        async def frames() -> AsyncIterator[bytes]:
+            finish: Event | None = None
+            while (event := await queue.get()) is not None:
+                if is_finish(event):
+                    finish = event  # sent after the Answer
+                    continue
+                for frame in event_frames(event):
+                    yield sse(frame)
+            try:
+                answer = future.result()
+            except ToolcribError as exc:
+                yield sse(error_frame(getattr(exc, "code", "error"), str(exc)))
+                return
+            except Exception as exc:
+                log.exception("run failed")
+                yield sse(error_frame("internal_error", f"the run failed ({type(exc).__name__})"))
+                return
+            for frame in answer_frames(answer):
+                yield sse(frame)
+            if finish is not None:
+                for frame in event_frames(finish):
+                    yield sse(frame)
+
+        return StreamingResponse(frames(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def respond(self, request: Request, principal: Principal, job: Job,
+                      mode: Literal["single", "loop"] | None = None) -> Response:
+        if "text/event-stream" in request.headers.get("accept", ""):
+            return await self.stream(principal, job, mode)
+        return JSONResponse((await self.answer(principal, job, mode)).to_dict())
+
+    # -- reads ----------------------------------------------------------------------------------------
+
+    def run_view(self, run_id: str, principal: Principal) -> dict[str, Any]:
+        record = self.runs.get(run_id)
+        if record is None or record.user_id != principal.user_id or record.tenant != principal.tenant:
+            raise NotFound(f"no run '{run_id}'")
+        out = record.to_dict()
+        del out["paused"]
+        ids = dict.fromkeys(e["proposal_id"] for e in record.events
+                            if e.get("kind") == EventKind.CALL_HELD.value and e.get("proposal_id"))
+        proposals = [self.desk.approvals.get(pid) for pid in ids]
+        out["proposals"] = [self.desk.view(p) for p in proposals if p is not None]
+        return out
+
+    def ingest_status(self, principal: Principal) -> dict[str, Any]:
+        index = self.ws.index()
+        settings = index.settings()
+        groups = {*principal.groups, "*"}
+        documents = [{"doc_id": m.doc_id, "title": m.title, "version": m.version, "trusted": m.trusted}
+                     for m in index.documents().values() if groups & set(m.access)]
+        return {"indexed": settings is not None, "documents": sorted(documents, key=lambda d: d["doc_id"]),
+                "chunks": index.count(sorted(groups)) if settings is not None else 0,
+                "embedder": settings.embedder if settings else None}
+
+    def audit_view(self, principal: Principal, after: int, limit: int) -> list[dict[str, Any]]:
+        """The caller's tenant's audit records if they approve anything, else their own."""
+        users = self.ws.config.users
+        approver = any(self.ws.policy.may_approve(principal, t) for t in self.ws.registry)
+        actors = ({u for u, s in users.items() if s.tenant == principal.tenant} if approver
+                  else {principal.user_id})
+        out = []
+        for record in self.desk.audit.records(after_seq=after):
+            if record.actor in actors:
+                out.append({**record.body(), "hash": record.hash})
+                if len(out) >= limit:
+                    break
+        return out
+
+    def gauges(self) -> dict[str, tuple[str, float]]:
+        return {"toolcrib_runs_running": ("Runs in progress in this process.", self.slots.running),
+                "toolcrib_runs_waiting": ("Runs waiting for a model slot in this process.", self.slots.waiting),
+                "toolcrib_run_slots": ("Model slots in this process.", self.slots.slots),
+                "toolcrib_ready": ("1 once the model is loaded.", 1.0 if self.ready else 0.0)}
+
+
+def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
+    """The principal the request's bearer credential stands for (401 otherwise)."""
+    service: Service = request.app.state.service
+    return service.auth.principal(authorization)
+
+
+Caller = Annotated[Principal, Depends(_caller)]
+
+
+class BodyLimit:
+    """Refuses a request body over ``limit`` bytes with 413, whether or not it declares its length."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await _too_large(self.limit)(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _BodyTooLarge:
+            await _too_large(self.limit)(scope, receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _too_large(limit: int) -> JSONResponse:
+    return _error(413, "too_large", f"the request body is over {limit} bytes (service.max_body_bytes)")
+
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None,
+           **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status, headers=headers)
+
+
+def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) -> FastAPI:
+    """The service over ``ws`` (default: $TOOLCRIB_WORKSPACE, else the demo)."""
+    ws = ws or Workspace.open()
+    svc = Service(ws, model_spec)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loading = asyncio.create_task(svc.load())
+        yield
+        loading.cancel()
+        svc.close()
+
+    app = FastAPI(title="toolcrib", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="The model proposes, the application decides: ask questions over a workspace's "
+                              "tools and documents, stream each run, and decide on held calls.")
+    app.state.service = svc
+    app.add_middleware(BodyLimit, limit=ws.config.service.max_body_bytes)
+
+    @app.middleware("http")
+    async def measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        svc.metrics.observe(time.perf_counter() - started, route=path)
+        svc.metrics.inc("toolcrib_requests_total", "HTTP requests, by route and status.", route=path,
+                        status=str(response.status_code))
+        return response
+
+    @app.exception_handler(ToolcribError)
+    async def controlled(request: Request, exc: ToolcribError) -> JSONResponse:
+        message = str(exc)
+        if isinstance(exc, Unauthenticated):
+            return _error(401, exc.code, message, {"WWW-Authenticate": "Bearer"})
+        if isinstance(exc, Busy):
+            return _error(exc.status, exc.code, message, {"Retry-After": str(exc.retry_after)})
+        if isinstance(exc, NotFound):
+            return _error(404, exc.code, message)
+        if isinstance(exc, ApprovalRefused):
+            return _error(_REFUSAL_STATUS.get(exc.reason, 409), exc.code, message, reason=exc.reason)
+        if isinstance(exc, NotPermitted):
+            return _error(403, exc.code, message)
+        if isinstance(exc, ModelFacingError):
+            return _error(400, exc.code, message)
+        if isinstance(exc, OperatorError):
+            return _error(500, "configuration", message)
+        return _error(500, "error", message)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return _error(422, "invalid_request", f"{where or 'body'}: {first.get('msg', 'invalid request')}")
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return _error(500, "internal_error", f"unexpected error ({type(exc).__name__})")
+
+    # -- health ---------------------------------------------------------------------------------------
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        """The process is up (no credential needed)."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    def readyz() -> JSONResponse:
+        """The model is loaded and the stores answer (no credential needed)."""
+        checks: dict[str, str] = {"model": "ok" if svc.ready else (svc.load_error or "loading")}
+        for name, probe in (("approvals", lambda: svc.desk.approvals.pending("-")),
+                            ("keys", lambda: svc.store.keys("-"))):
+            try:
+                probe()
+                checks[name] = "ok"
+            except Exception as exc:  # a store that cannot answer: not ready, say why
+                checks[name] = f"{type(exc).__name__}"
+        ok = all(v == "ok" for v in checks.values())
+        return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+
+    # -- runs -----------------------------------------------------------------------------------------
+
+    @app.get("/v1/me", tags=["runs"])
+    def me(principal: Caller) -> dict[str, Any]:
+        """Who the credential stands for, and whether they approve anything."""
+        user = ws.config.users.get(principal.user_id)
+        return {"user": principal.user_id, "name": principal.display_name, "tenant": principal.tenant,
+                "groups": sorted(principal.groups), "role": user.role if user else "",
+                "approver": any(ws.policy.may_approve(principal, t) for t in ws.registry)}
+
+    @app.post("/v1/ask", tags=["runs"], responses={200: {"content": {"text/event-stream": {}}}})
+    async def ask(body: AskRequest, request: Request, principal: Caller) -> Response:
+        """Answer a question. ``Accept: text/event-stream`` streams the run's events (AG-UI 1.0) and then
+        the Answer; otherwise the Answer exactly as ``toolcrib ask --json`` prints it."""
+        if len(body.question) > ws.config.service.max_question_chars:
+            raise ModelFacingError(f"the question is over {ws.config.service.max_question_chars} characters",
+                                   code="too_long")
+
+        def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Answer:
+            return runner.ask(body.question, principal, mode=body.mode, exporters=exporters)
+
+        return await svc.respond(request, principal, job, body.mode)
+
+    @app.get("/v1/runs", tags=["runs"])
+    def runs(principal: Caller, limit: int = 20) -> list[dict[str, Any]]:
+        """The caller's runs, newest first."""
+        return [r.summary() for r in svc.runs.for_user(principal.user_id, limit=max(1, min(limit, 100)))
+                if r.tenant == principal.tenant]
+
+    @app.get("/v1/runs/{run_id}", tags=["runs"])
+    def run(run_id: str, principal: Caller) -> dict[str, Any]:
+        """The run (the caller's own), its latest Answer, every event, and its proposals with their status."""
+        return svc.run_view(run_id, principal)
+
+    @app.post("/v1/runs/{run_id}/resume", tags=["runs"])
+    async def resume(run_id: str, request: Request, principal: Caller) -> Response:
+        """Continue a run paused for approval (on any process): approved calls run exactly once."""
+        record = await asyncio.to_thread(svc.runs.get, run_id)
+        if record is None or record.user_id != principal.user_id or record.paused is None:
+            raise NotFound(f"no paused run '{run_id}'")
+
+        def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Answer:
+            return runner.resume(run_id, principal, exporters=exporters)
+
+        return await svc.respond(request, principal, job)
+
+    # -- approvals ------------------------------------------------------------------------------------
+
+    @app.get("/v1/proposals", tags=["approvals"])
+    def proposals(principal: Caller) -> list[dict[str, Any]]:
+        """Pending proposals the caller may decide on, oldest first, with what the approver needs to see."""
+        return svc.desk.pending(principal)
+
+    @app.get("/v1/proposals/{proposal_id}", tags=["approvals"])
+    def proposal(proposal_id: str, principal: Caller) -> dict[str, Any]:
+        """One proposal: its requester's, or one the caller may approve."""
+        found = svc.desk.visible(proposal_id, principal)
+        if found is None:
+            raise NotFound(f"no proposal '{proposal_id}'")
+        return svc.desk.view(found)
+
+    @app.post("/v1/proposals/{proposal_id}/approve", tags=["approvals"])
+    def approve(proposal_id: str, body: Decision, principal: Caller) -> dict[str, Any]:
+        """Approve the exact call whose hash the approver was shown; refusals say why in ``reason``."""
+        return svc.desk.decide(proposal_id, principal, expected_hash=body.hash, reason=body.reason)
+
+    @app.post("/v1/proposals/{proposal_id}/reject", tags=["approvals"])
+    def reject(proposal_id: str, body: Decision, principal: Caller) -> dict[str, Any]:
+        """Reject a pending proposal (or revoke an unused approval)."""
+        return svc.desk.decide(proposal_id, principal, reject=True, expected_hash=body.hash, reason=body.reason)
+
+    # -- workspace ------------------------------------------------------------------------------------
+
+    @app.get("/v1/ingest", tags=["workspace"])
+    def ingest(principal: Caller) -> dict[str, Any]:
+        """The document index: the documents the caller may read and their chunks."""
+        return svc.ingest_status(principal)
+
+    @app.get("/v1/audit", tags=["workspace"])
+    def audit(principal: Caller, after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
+        """Audit records of the caller's tenant (approvers) or of the caller."""
+        return svc.audit_view(principal, after, max(1, min(limit, 1000)))
+
+    @app.get("/metrics", tags=["workspace"], response_class=PlainTextResponse)
+    def metrics(principal: Caller) -> PlainTextResponse:
+        """Prometheus text format, this process."""
+        return PlainTextResponse(svc.metrics.render(svc.gauges()), media_type="text/plain; version=0.0.4")
+
+    # -- the page -------------------------------------------------------------------------------------
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app factory ``toolcrib serve --workers N`` gives each worker process (workspace and model
+    spec from the environment)."""
+    return create_app(Workspace.open(os.environ.get("TOOLCRIB_WORKSPACE") or None),
+                      model_spec=os.environ.get(MODEL_ENV) or None)
