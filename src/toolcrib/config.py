@@ -121,6 +121,7 @@ class ServiceSection(_Section):
     runs_per_user: int = Field(2, gt=0)  # one user's runs at once, per process
     max_body_bytes: int = Field(65536, gt=0)
     max_question_chars: int = Field(4000, gt=0)
+    index_on_start: bool = True  # build a missing document index before /readyz says ready
     jwt: JWTSection | None = None
 
 

@@ -4,6 +4,7 @@ duties, the hash the approver saw) and recorded in the audit, whoever asks."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from toolcrib.policy.proposals import ApprovalRefused, Proposal
@@ -33,6 +34,7 @@ class ApprovalDesk:
                 "arguments": proposal.arguments, "requester": proposal.requester,
                 "requester_name": users[proposal.requester].name if proposal.requester in users else proposal.requester,
                 "tenant": proposal.tenant, "status": proposal.status, "decided_by": proposal.decided_by,
+                "reason": proposal.reason,
                 "hash": proposal.hash, "resource_version": proposal.resource_version,
                 "policy_version": proposal.policy_version, "run_id": proposal.run_id,
                 "created_at": proposal.created_at, "expires_at": expires, **proposal.review.to_dict()}
@@ -96,7 +98,8 @@ class ApprovalDesk:
         ttl = self.ws.config.policy.approval_ttl_s
         return {"status": "approved", "proposal_id": proposal_id, "run_id": proposal.run_id,
                 "expires_at": approval.expires_at,
-                "message": f"Approved {proposal.tool}({proposal.arguments}) as {approver.user_id}; "
+                "message": f"Approved {proposal.tool}({json.dumps(proposal.arguments, sort_keys=True)}) as "
+                           f"{approver.user_id}; "
                            f"valid for {ttl:g}s, once."}
 
     def close(self) -> None:

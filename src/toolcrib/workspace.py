@@ -6,7 +6,9 @@ the Gate (registry, policy, approvals, audit, envelopes, scanner) and the Runner
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import importlib.util
 import os
@@ -14,7 +16,8 @@ import re
 import shutil
 import sqlite3
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -330,11 +333,17 @@ class Workspace:
         from toolcrib.retrieval import DEFAULT_THRESHOLD, HybridRetriever, IndexSettings
 
         index = self.index()
-        settings = index.settings()
-        if ((settings is None or settings.layout != IndexSettings.layout)
-                and self.documents_dir is not None and self.documents_dir.exists()):
-            print("Indexing the workspace documents (first use only)…", file=sys.stderr)
-            self.ingest(index=index)  # the same index object sees the new commit
+
+        def stale() -> bool:
+            settings = index.settings()
+            return ((settings is None or settings.layout != IndexSettings.layout)
+                    and self.documents_dir is not None and self.documents_dir.exists())
+
+        if stale():
+            with _building(self.state_dir / ".index.lock"):  # one builder, across threads and processes
+                if stale():
+                    print("Indexing the workspace documents (first use only)…", file=sys.stderr)
+                    self.ingest(index=index)  # the same index object sees the new commit
         cfg = self.config.retrieval
         return HybridRetriever(index, self.embedder,
                                threshold=cfg.min_score if cfg.min_score is not None else DEFAULT_THRESHOLD)
@@ -416,6 +425,21 @@ class Workspace:
             search_when_nothing_found=cfg.retrieval.search_when_nothing_found)
         return Runner(model or self.model(), gate or self.gate(), settings, resources=self.resources,
                       tracer_factory=self.tracer_factory(), runs=self.run_store)
+
+
+_BUILD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _building(lock_file: Path) -> Iterator[None]:
+    """Hold the index-build lock: a process-wide lock and an exclusive lock on ``lock_file``."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with _BUILD_LOCK, lock_file.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 class _Lazy(Generic[T]):

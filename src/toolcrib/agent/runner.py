@@ -328,8 +328,9 @@ class Runner:
 
     def _pause(self, run: _Run, pending: list[CallOutcome]) -> Answer:
         lines = [f"Held for approval: {o.call.name}({json.dumps(o.call.arguments, sort_keys=True)}) as proposal "
-                 f"{o.proposal_id}. An approver can review it with `toolcrib approve {o.proposal_id}`; then resume "
-                 f"this run with `toolcrib ask --resume {run.run_id}`." for o in pending]
+                 f"{o.proposal_id}. A person who may approve it decides (the approvals page, or `toolcrib approve "
+                 f"{o.proposal_id}`); then this run {run.run_id} resumes (the page, POST /v1/runs/{run.run_id}/resume, "
+                 f"or `toolcrib ask --resume {run.run_id}`)." for o in pending]
         run.paused = PausedRun(run.run_id, run.principal.user_id, run.question, run.mode, run.messages,
                                [(o.call, o.proposal_id or "") for o in pending], run.cctx.grounding.sources)
         return self._finish(run, "\n".join(lines), outcome="paused")

@@ -23,7 +23,7 @@ from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolcrib.agent.answer import Answer
@@ -55,11 +55,15 @@ class NotFound(NotPermitted):
 
 
 class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a body naming a user or tenant is refused, never read
+
     question: str = Field(min_length=1, description="The question, as the user wrote it.")
     mode: Literal["single", "loop"] | None = Field(None, description="single (level 4) or loop (ReAct).")
 
 
 class Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     hash: str = Field(min_length=1, description="The proposal hash the approver was shown.")
     reason: str = Field("", max_length=2000, description="Why (recorded in the audit).")
 
@@ -86,14 +90,17 @@ class Service:
         self.load_error = ""
 
     async def load(self) -> None:
-        """Load the shared model off the event loop; ``/readyz`` says ready once it has."""
+        """Load the shared model and build a missing document index, off the event loop; ``/readyz`` says
+        ready once both are done."""
         model = self.shared_model
-        if isinstance(model, Loadable):
-            try:
+        try:
+            if isinstance(model, Loadable):
                 await asyncio.get_running_loop().run_in_executor(self.pool, model.load)
-            except ToolcribError as exc:
-                self.load_error = str(exc)
-                return
+            if self.ws.config.service.index_on_start and "vector_search" in self.ws.config.tools.builtin:
+                await asyncio.to_thread(self.ws.retriever)  # the first use builds the index
+        except ToolcribError as exc:
+            self.load_error = str(exc)
+            return
         self.ready = True
 
     def close(self) -> None:
@@ -120,7 +127,7 @@ class Service:
                      exporters: Sequence[TraceExporter]) -> asyncio.Future[Answer]:
         """Start ``job`` on the run pool once a slot is free; the slot is released when the run ends, even
         if the client has gone (the run still finishes and is recorded)."""
-        self.limit_rate(principal)
+        await asyncio.to_thread(self.limit_rate, principal)  # a database write: off the event loop
         await self.slots.acquire(principal.user_id)
         future = asyncio.get_running_loop().run_in_executor(self.pool, job, runner, exporters)
         future.add_done_callback(lambda f: self._ended(principal.user_id, f))
@@ -150,8 +157,7 @@ class Service:
                 if is_finish(event):
                     finish = event  # sent after the Answer
                     continue
-                for frame in event_frames(event):
-                    yield sse(frame)
+                yield b"".join(sse(frame) for frame in event_frames(event))
             try:
                 answer = future.result()
             except ToolcribError as exc:
@@ -161,11 +167,8 @@ class Service:
                 log.exception("run failed")
                 yield sse(error_frame("internal_error", f"the run failed ({type(exc).__name__})"))
                 return
-            for frame in answer_frames(answer):
-                yield sse(frame)
-            if finish is not None:
-                for frame in event_frames(finish):
-                    yield sse(frame)
+            closing = answer_frames(answer) + (event_frames(finish) if finish is not None else [])
+            yield b"".join(sse(frame) for frame in closing)
 
         return StreamingResponse(frames(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
@@ -261,6 +264,19 @@ class BodyLimit:
             await _too_large(self.limit)(scope, receive, send)
 
 
+class JSONBodies:
+    """Reads every request body as JSON, whatever ``Content-Type`` says (``curl -d`` sends a form type)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
+            headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+            scope["headers"] = [*headers, (b"content-type", b"application/json")]  # in place: routing writes back
+        await self.app(scope, receive, send)
+
+
 class _BodyTooLarge(Exception):
     pass
 
@@ -290,6 +306,7 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
                   description="The model proposes, the application decides: ask questions over a workspace's "
                               "tools and documents, stream each run, and decide on held calls.")
     app.state.service = svc
+    app.add_middleware(JSONBodies)
     app.add_middleware(BodyLimit, limit=ws.config.service.max_body_bytes)
 
     @app.middleware("http")
@@ -361,6 +378,7 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
         """Who the credential stands for, and whether they approve anything."""
         user = ws.config.users.get(principal.user_id)
         return {"user": principal.user_id, "name": principal.display_name, "tenant": principal.tenant,
+                "workspace": ws.config.workspace.name,
                 "groups": sorted(principal.groups), "role": user.role if user else "",
                 "approver": any(ws.policy.may_approve(principal, t) for t in ws.registry)}
 

@@ -26,7 +26,7 @@ from toolcrib.models.base import ToolCall
 from toolcrib.policy.audit import AuditStore, redact_arguments
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
-from toolcrib.policy.proposals import Review, proposal_hash
+from toolcrib.policy.proposals import ApprovalRefused, Review, proposal_hash
 from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding, Source
@@ -254,6 +254,27 @@ class Gate:
             self.cache.put(key, result, tool.cache_ttl_s)
         return self._ok(call, tool, result, cctx, start)
 
+    async def _outcome_of_running(self, proposal_id: str, wait_s: float) -> tuple[str, dict[str, Any]] | None:
+        """The outcome of a claimed call, once whoever claimed it records one (None after ``wait_s``)."""
+        assert self.approvals is not None
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            held = self.approvals.get(proposal_id)
+            if held is None or held.status != "executing":
+                return self.approvals.outcome(proposal_id)
+            await asyncio.sleep(0.05)
+        return None
+
+    @staticmethod
+    def _replay(call: ToolCall, tool: Tool, proposal_id: str, stored: tuple[str, dict[str, Any]],
+                cctx: CallContext) -> CallOutcome:
+        """A duplicated resume: the recorded outcome of the approved call; nothing runs again."""
+        status, result = stored
+        cctx.tracer.record(EventKind.CALL_REPLAYED, f"Already executed: {tool.name}", tool=tool.name,
+                           call_id=call.id, effect=tool.effect.value, status=status, proposal_id=proposal_id)
+        return CallOutcome(call, "ok" if status == "executed" else "outcome_unknown", result,
+                           effect=tool.effect.value, proposal_id=proposal_id)
+
     async def _run_effect(self, call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext,
                           proposal_id: str | None, start: float) -> CallOutcome:
         """WRITE/ACTUATE: held as a Proposal until a person approves this exact call, then run once."""
@@ -284,15 +305,20 @@ class Gate:
             raise NotPermitted(f"proposal {proposal_id} is not one of your proposals")
         stored = self.approvals.outcome(proposal_id)
         if stored is not None:  # a duplicated resume: report the recorded outcome, run nothing again
-            status, result = stored
-            cctx.tracer.record(EventKind.CALL_REPLAYED, f"Already executed: {tool.name}", tool=tool.name,
-                               call_id=call.id, effect=tool.effect.value, status=status, proposal_id=proposal_id)
-            return CallOutcome(call, "ok" if status == "executed" else "outcome_unknown", result,
-                               effect=tool.effect.value, proposal_id=proposal_id)
+            return self._replay(call, tool, proposal_id, stored, cctx)
         expected = proposal_hash(tool.name, values, principal.user_id, principal.tenant, self.policy.version, version,
                                  held.review)
-        approval = self.approvals.claim(proposal_id, expected, current_resource_version=version,
-                                        tool=tool.name, arguments=values)
+        try:
+            approval = self.approvals.claim(proposal_id, expected, current_resource_version=version,
+                                            tool=tool.name, arguments=values)
+        except ApprovalRefused as refused:
+            if refused.reason != "used":
+                raise
+            # a duplicate resume while the first is running the call: wait for its outcome and report it
+            stored = await self._outcome_of_running(proposal_id, tool.timeout_s + 5.0)
+            if stored is None:
+                raise
+            return self._replay(call, tool, proposal_id, stored, cctx)
         cctx.tracer.record(EventKind.CALL_APPROVED, f"Approved by {approval.approver}: {tool.name}",
                            decided_by="human", tool=tool.name, call_id=call.id, effect=tool.effect.value,
                            proposal_id=proposal_id, detail={"approver": approval.approver})

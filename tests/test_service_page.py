@@ -1,0 +1,261 @@
+"""The page at ``/`` in a real browser (Debian's Chromium, driven by Playwright) against a real ``toolcrib serve``
+process on loopback, over a private copy of the demo workspace and the deterministic desk model: a support agent's
+reservation waits for an administrator's approval, the administrator approves the exact call on the approvals
+view, the agent's page resumes the run by itself, the stock changes once, and a user of another tenant sees none
+of it. ``TOOLCRIB_SCREENSHOT=1`` also writes the approvals view to ``docs/approvals.png``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+
+from toolcrib.workspace import DEMO_SOURCE
+
+ROOT = Path(__file__).resolve().parent.parent
+DESK = f"function:{Path(__file__).resolve().parent / 'fakes' / 'desk_model.py'}:desk"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+PRICE = "What does part HLV-2205 cost?"
+RESERVE = "Please reserve 3 F2 filters"
+RESERVE_REJECTED = "Please reserve 2 F1 filters"
+WAIT_MS = 20_000  # a run, a poll (1.5 s) and a resume; generous for a loaded CI machine
+
+
+@dataclass
+class Server:
+    """A ``toolcrib serve`` process and a key for each demo user."""
+
+    url: str
+    workspace: Path
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def get(self, path: str, user: str) -> httpx.Response:
+        return httpx.get(self.url + path, headers={"Authorization": f"Bearer {self.keys[user]}"}, timeout=10)
+
+    def stock(self, part: str) -> int:
+        with sqlite3.connect(self.workspace / "data" / "demo.sqlite") as db:
+            (available,) = db.execute("SELECT available FROM stock WHERE part_number = ?", (part,)).fetchone()
+        return int(available)
+
+
+def _toolcrib() -> str:
+    found = Path(sys.executable).parent / "toolcrib"
+    return str(found) if found.exists() else (shutil.which("toolcrib") or "toolcrib")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    workspace = tmp_path / "demo"
+    shutil.copytree(DEMO_SOURCE, workspace, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
+    exe = _toolcrib()
+    keys = {}
+    for user in ("alice", "ada", "omar"):
+        made = subprocess.run([exe, "token", "create", user, "--workspace", str(workspace)], capture_output=True,
+                              text=True, timeout=60, check=True)
+        keys[user] = made.stdout.strip()
+    port = _free_port()
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", str(port), "--workspace", str(workspace),
+                             "--model", DESK], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"toolcrib serve exited ({proc.returncode}):\n{(tmp_path / 'serve.log').read_text()}")
+            try:
+                if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"toolcrib serve was not ready in 60 s:\n{(tmp_path / 'serve.log').read_text()}")
+            time.sleep(0.2)  # polling for readiness
+        yield Server(url, workspace, keys)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is not installed (scripts/setup.sh installs Debian's chromium package as root)")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+class Session:
+    """One person's page in their own browser context (their own sessionStorage), watched for script errors and
+    for requests that leave the server."""
+
+    def __init__(self, browser: Browser, server: Server, user: str, name: str) -> None:
+        self.context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-GB")
+        self.page: Page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
+        self.page.on("request", lambda req: None if req.url.startswith((server.url + "/", "data:"))
+                     else self.errors.append(f"request outside the server: {req.url}"))  # the page works offline
+        self.page.goto(server.url + "/")
+        self.page.get_by_label("API key").fill(server.keys[user])
+        self.page.get_by_role("button", name="Sign in").click()
+        expect(self.page.get_by_test_id("who-name")).to_have_text(name)
+
+    def ask(self, question: str) -> None:
+        box = self.page.get_by_label("Your question")
+        box.fill(question)
+        box.press("Enter")
+
+    def tab(self, name: str) -> None:
+        self.page.get_by_role("tab", name=name).click()
+
+    def by(self, testid: str) -> Locator:
+        return self.page.get_by_test_id(testid)
+
+
+@pytest.mark.timeout(180)
+def test_a_reservation_waits_for_an_approver_and_the_page_resumes_it(browser: Browser, server: Server,
+                                                                      tmp_path: Path) -> None:
+    expect.set_options(timeout=WAIT_MS)
+    alice = Session(browser, server, "alice", "Alice Moreno")
+
+    # A read answers at once; its citation opens the tool result it rests on.
+    alice.ask(PRICE)
+    expect(alice.by("answer-text")).to_contain_text("$52.00")
+    lookup = alice.page.locator("[data-testid=step][data-kind=call_executed]")
+    expect(lookup).to_contain_text("lookup_part")
+    expect(lookup.get_by_test_id("decided-by")).to_have_text("code")
+    decisions = alice.page.locator("[data-testid=step][data-kind=model_decision] [data-testid=decided-by]")
+    expect(decisions).to_have_text(["model", "code"])  # the model chose the call; code asked for the final answer
+    alice.by("citation").filter(has_text="lookup_part#1").click()
+    panel = alice.by("citation-panel")
+    expect(panel).to_be_visible()
+    expect(panel).to_be_focused()
+    expect(alice.by("citation-source")).to_contain_text("lookup_part")
+    expect(alice.by("citation-snippet")).to_contain_text('"price": "$52.00"')
+    expect(alice.by("citation-snippet")).to_contain_text("HLV-2205")
+    alice.page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+
+    # A write is held: the page waits for approval and offers its requester no way to approve it.
+    alice.ask(RESERVE)
+    expect(alice.by("waiting")).to_be_visible()
+    expect(alice.page.get_by_role("heading", name="Waiting for approval")).to_be_visible()
+    expect(alice.by("waiting-note")).to_contain_text("continues the run by itself")
+    expect(alice.by("held-call")).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
+    expect(alice.by("held-status")).to_have_text("waiting for approval")
+    held = alice.page.locator("[data-testid=step][data-kind=call_held]")
+    expect(held.get_by_test_id("decided-by")).to_have_text("policy")
+    expect(alice.by("answer")).to_be_hidden()
+    run_id = alice.page.evaluate("sessionStorage.getItem('toolcrib.run')")
+    assert run_id
+    alice.tab("Approvals")
+    expect(alice.by("approvals-empty")).to_be_visible()
+    expect(alice.by("approve")).to_have_count(0)
+    alice.page.reload()  # the key and the paused run are kept for the tab: the page picks the wait up again
+    expect(alice.by("who-name")).to_have_text("Alice Moreno")
+    expect(alice.by("held-call")).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
+    expect(alice.by("held-status")).to_have_text("waiting for approval")
+    assert server.stock("F2") == 5
+
+    # The administrator sees the exact call, where each value came from, and approves that call.
+    ada = Session(browser, server, "ada", "Ada Fitzgerald")
+    ada.tab("Approvals")
+    card = ada.by("proposal").filter(has_text="reserve_stock")
+    expect(card).to_have_count(1)
+    expect(card.get_by_test_id("proposal-tool")).to_have_text("reserve_stock")
+    expect(card.get_by_test_id("effect")).to_have_text("write")
+    part = card.locator("[data-testid=arg-row][data-argument=part_number]")
+    expect(part.get_by_test_id("arg-value")).to_have_text('"F2"')
+    expect(part.get_by_test_id("arg-source")).to_have_text("user request")
+    expect(card.locator("[data-testid=arg-row][data-argument=quantity] [data-testid=arg-value]")).to_have_text("3")
+    expect(card.get_by_test_id("proposal-question")).to_have_text(RESERVE)
+    expect(card.get_by_test_id("requester")).to_have_text("Alice Moreno")
+    expect(card.get_by_test_id("resource-version")).to_contain_text("version 5")
+    expect(card.get_by_test_id("expires")).to_contain_text("expires in")
+    [pending] = server.get("/v1/proposals", "ada").json()
+    expect(card.get_by_test_id("hash")).to_have_text(pending["hash"])
+    shot = (ROOT / "docs" if os.environ.get("TOOLCRIB_SCREENSHOT") == "1" else tmp_path) / "approvals.png"
+    ada.page.screenshot(path=str(shot))
+    assert server.stock("F2") == 5  # nothing ran before a person approved it
+    card.get_by_role("button", name="Approve").click()
+    expect(ada.by("decision").first).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
+    expect(ada.by("proposal")).to_have_count(0)
+    expect(ada.by("approvals-empty")).to_be_visible()
+
+    # Alice's page notices the approval, resumes the run by itself and shows the final answer.
+    expect(alice.by("answer-text")).to_contain_text("The parts are reserved")
+    expect(alice.by("answer-outcome")).to_have_text("Answered")
+    expect(alice.by("answer-calls")).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
+    approved = alice.page.locator("[data-testid=step][data-kind=call_approved]")
+    expect(approved.get_by_test_id("decided-by")).to_have_text("person")
+    expect(alice.by("waiting")).to_be_hidden()
+    assert server.stock("F2") == 2
+    run = server.get(f"/v1/runs/{run_id}", "alice").json()
+    assert [p["status"] for p in run["proposals"]] == ["executed"]
+    assert run["outcome"] == "answered"
+
+    # A rejection: the requester's page says so, and nothing runs.
+    alice.ask(RESERVE_REJECTED)
+    expect(alice.by("waiting")).to_be_visible()
+    f1 = ada.by("proposal").filter(has_text="reserve_stock")
+    expect(f1.locator("[data-testid=arg-row][data-argument=part_number] [data-testid=arg-value]")).to_have_text('"F1"')
+    f1.get_by_role("button", name="Reject…").click()
+    f1.get_by_label("Reason for rejecting").fill("Not needed this week")
+    f1.get_by_role("button", name="Reject call").click()
+    expect(ada.by("decision").first).to_contain_text("rejected")
+    expect(alice.by("held-status")).to_have_text("rejected by ada")
+    expect(alice.by("waiting-note")).to_contain_text("reserve_stock was rejected by ada")
+    alice.by("finish-run").click()
+    # nothing found, so code searches the documents: the first search builds this workspace copy's index
+    expect(alice.by("answer-calls")).to_contain_text("the proposal was rejected", timeout=60_000)
+    assert server.stock("F1") == 22
+
+    # Another tenant's user sees none of it.
+    omar = Session(browser, server, "omar", "Omar Haddad")
+    omar.tab("Approvals")
+    expect(omar.by("approvals-empty")).to_be_visible()
+    expect(omar.by("proposal")).to_have_count(0)
+    expect(omar.by("approve")).to_have_count(0)
+    assert server.get(f"/v1/runs/{run_id}", "omar").status_code == 404
+    assert server.get(f"/v1/proposals/{pending['id']}", "omar").status_code == 404
+    assert server.get("/v1/proposals", "omar").json() == []
+    assert all(r["run_id"] != run_id for r in server.get("/v1/runs", "omar").json())
+
+    # Signing out forgets the key.
+    alice.page.get_by_role("button", name="Sign out").click()
+    expect(alice.by("signin-view")).to_be_visible()
+    assert alice.page.evaluate("sessionStorage.getItem('toolcrib.key')") is None
+
+    for session in (alice, ada, omar):
+        assert session.errors == []
+        session.context.close()
