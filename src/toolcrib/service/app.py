@@ -98,8 +98,9 @@ class Service:
                 await asyncio.get_running_loop().run_in_executor(self.pool, model.load)
             if self.ws.config.service.index_on_start and "vector_search" in self.ws.config.tools.builtin:
                 await asyncio.to_thread(self.ws.retriever)  # the first use builds the index
-        except ToolcribError as exc:
-            self.load_error = str(exc)
+        except Exception as exc:  # /readyz reports it; the process stays up for health checks and approvals
+            log.exception("loading the model or the document index failed")
+            self.load_error = str(exc) if isinstance(exc, ToolcribError) else f"failed ({type(exc).__name__})"
             return
         self.ready = True
 
