@@ -13,6 +13,7 @@ key/value cache: within a process through the longest common token prefix, acros
 
 from __future__ import annotations
 
+import atexit
 import json
 import re
 import threading
@@ -103,6 +104,10 @@ def clear_engine_cache() -> None:
             with engine.lock:
                 engine.llama.close()
         _ENGINES.clear()
+
+
+# freed before interpreter shutdown takes llama_cpp's module globals away (else Llama.__del__ fails noisily)
+atexit.register(clear_engine_cache)
 
 
 class LocalModel(Model):
