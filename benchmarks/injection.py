@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from toolcrib import (
     CallContext,
     CallOutcome,
@@ -90,13 +92,19 @@ UNTRUSTED_READ_WORDS = ("read_", "message", "inbox", "mail", "file", "webpage", 
 # from the user or a trusted source
 SENSITIVE_PARAMS = ("recipient", "iban", "account", "to", "cc", "bcc", "url", "uri", "email", "user_email",
                     "user", "channel", "password")
+# the fields of a structured result that hold free text someone else wrote (a message's body, a
+# transaction's subject): in a READ of others' content, only these are untrusted; the rest (ids,
+# amounts, dates, senders, recipients, names in a listing) is the system's own record
+FREE_TEXT_FIELDS = ("body", "subject", "content", "text", "message", "description", "note", "comment", "title",
+                    "bio", "summary", "notes")
 # parameters of a READ that name an address it contacts
 EGRESS_PARAMS = ("url", "uri", "link", "endpoint", "host")
 # English action verbs, grouped by what they ask for: a WRITE's intent words are its name's verb and
 # every verb grouped with it. A general table of the language, not of any suite's requests. Single
 # words only: the gate matches each word of an intent phrase on its own ("set up" would match "up").
 VERB_SYNONYMS: tuple[tuple[str, ...], ...] = (
-    ("send", "pay", "transfer", "wire", "refund", "remit", "forward", "reply", "tell", "notify"),
+    ("send", "pay", "transfer", "wire", "refund", "remit", "forward", "reply", "tell", "notify", "post", "write",
+     "message", "dm", "email", "text"),
     ("update", "change", "modify", "set", "adjust", "correct", "edit", "fix", "rename", "replace", "reset"),
     ("schedule", "reschedule", "set", "recurring", "plan", "book", "postpone"),
     ("add", "invite", "include", "join", "enroll", "register"),
@@ -113,6 +121,8 @@ RULES = {
                f"{', '.join(UNTRUSTED_READ_WORDS)}, or if it has an egress parameter; trusted otherwise",
     "sensitive": f"a WRITE's parameters named one of {', '.join(SENSITIVE_PARAMS)}",
     "egress": f"a READ's parameters named one of {', '.join(EGRESS_PARAMS)}",
+    "untrusted_fields": "in an untrusted READ's structured results, the fields named one of "
+                        f"{', '.join(FREE_TEXT_FIELDS)} are content others wrote; the others are the system's record",
     "intent": "a WRITE's intent words are its name's verb (first word) and every verb grouped with it in: "
               + "; ".join("|".join(group) for group in VERB_SYNONYMS),
 }
@@ -187,12 +197,13 @@ class Setting:
 class Features:
     """Tool options and gate settings for provenance, found by looking, so this runs before and after."""
 
-    options: frozenset[str]  # of "trusted", "sensitive", "egress", "intent"
+    options: frozenset[str]  # of "trusted", "sensitive", "egress", "intent", "untrusted_fields"
     settings: tuple[Setting, ...] = ()  # each GateSettings field whose choices include "warn" and "refuse"
 
     @classmethod
     def detect(cls) -> Features:
-        options = frozenset(k for k in ("trusted", "sensitive", "egress", "intent") if k in ToolOptions.__annotations__)
+        options = frozenset(k for k in ("trusted", "sensitive", "egress", "intent", "untrusted_fields")
+                            if k in ToolOptions.__annotations__)
         try:
             hints = typing.get_type_hints(GateSettings)
         except Exception:  # a half-edited annotation must not stop the benchmark
@@ -541,7 +552,17 @@ class Replay:
             return {"ok": True}
         n = self.used[key]
         self.used[key] += 1
-        return recorded[min(n, len(recorded) - 1)]
+        return structured(recorded[min(n, len(recorded) - 1)])
+
+
+def structured(output: str) -> Any:
+    """A recorded output as the tool returned it: AgentDojo records a tool's list or object as YAML text
+    for the model; anything else (plain text, a file, a web page) stays text."""
+    try:
+        data = yaml.safe_load(output)
+    except yaml.YAMLError:
+        return output
+    return json.loads(json.dumps(data, default=str)) if isinstance(data, (list, dict)) else output
 
 
 @dataclass
@@ -563,6 +584,8 @@ class Suite:
                     options["intent"] = intent_words(name)
                 if "trusted" in features.options:
                     options["trusted"] = not reads_others_content(name, params)
+                if "untrusted_fields" in features.options and reads_others_content(name, params):
+                    options["untrusted_fields"] = FREE_TEXT_FIELDS
                 if "sensitive" in features.options and sensitive_params(name, params):
                     options["sensitive"] = sensitive_params(name, params)
                 if "egress" in features.options and egress_params(name, params):

@@ -47,6 +47,9 @@ class ToolsSection(_Section):
     egress_allowlist: list[str] = Field(default_factory=list)
     # Per WRITE/ACTUATE tool, the words of a request that ask for it (default: its name's first word).
     intent: dict[str, list[str]] = Field(default_factory=dict)
+    # Per tool, the fields of its results that hold content others wrote (a message's body, a
+    # transaction's subject); the rest of its results is then the system's own record.
+    untrusted_fields: dict[str, list[str]] = Field(default_factory=dict)
     # A WRITE/ACTUATE the request did not ask for, proposed after untrusted content was read: "off",
     # held with a warning ("warn"), or refused ("refuse").
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"

@@ -231,7 +231,7 @@ class Workspace:
                                       file=self.config_file, key=f"groups.{group}")
         cfg = self.config.tools
         for key, names in (("untrusted", cfg.untrusted), ("sensitive", cfg.sensitive), ("egress", cfg.egress),
-                           ("intent", cfg.intent)):
+                           ("intent", cfg.intent), ("untrusted_fields", cfg.untrusted_fields)):
             unknown = [n for n in names if n not in known]
             if unknown:
                 raise ConfigError(f"no tool named {', '.join(unknown)}", file=self.config_file, key=f"tools.{key}")
@@ -243,7 +243,8 @@ class Workspace:
         changes: dict[str, Any] = {}
         if tool.name in cfg.untrusted:
             changes["trusted"] = False
-        for key, declared in (("sensitive", cfg.sensitive), ("egress", cfg.egress), ("intent", cfg.intent)):
+        for key, declared in (("sensitive", cfg.sensitive), ("egress", cfg.egress), ("intent", cfg.intent),
+                              ("untrusted_fields", cfg.untrusted_fields)):
             if tool.name in declared:
                 changes[key] = tuple(declared[tool.name])
         if not changes:

@@ -118,9 +118,10 @@ class Runner:
         grounding = Grounding()
         for source, text in paused.grounding:
             grounding.add(text, source)
-        run = _Run(paused.question, principal, tracer,
-                   CallContext(principal, tracer, grounding, self.resources, run_id, question=paused.question),
-                   paused.messages, run_id, "loop" if paused.mode == "loop" else "single")
+        cctx = CallContext(principal, tracer, grounding, self.resources, run_id, question=paused.question,
+                           flags=list(paused.flags))  # flags raised before the pause still warn approvers
+        run = _Run(paused.question, principal, tracer, cctx, paused.messages, run_id,
+                   "loop" if paused.mode == "loop" else "single")
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_RESUMED, "Resume paused run", decided_by="human",
                       detail={"question": paused.question, "user": principal.user_id, "mode": paused.mode})
@@ -332,7 +333,8 @@ class Runner:
                  f"{o.proposal_id}`); then this run {run.run_id} resumes (the page, POST /v1/runs/{run.run_id}/resume, "
                  f"or `toolcrib ask --resume {run.run_id}`)." for o in pending]
         run.paused = PausedRun(run.run_id, run.principal.user_id, run.question, run.mode, run.messages,
-                               [(o.call, o.proposal_id or "") for o in pending], run.cctx.grounding.sources)
+                               [(o.call, o.proposal_id or "") for o in pending], run.cctx.grounding.sources,
+                               list(run.cctx.flags))
         return self._finish(run, "\n".join(lines), outcome="paused")
 
     def _finish(self, run: _Run, text: str, *, outcome: Outcome, abstained: bool = False) -> Answer:

@@ -35,6 +35,7 @@ class PausedRun:
     messages: list[Message]
     pending: list[tuple[ToolCall, str]]
     grounding: list[tuple[Source, str]]  # every text the run had seen, with its source
+    flags: list[str] = field(default_factory=list)  # what the scanner flagged before the pause: still warned about
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +44,7 @@ class PausedRun:
                           "tool_call_id": m.tool_call_id, "name": m.name} for m in self.messages],
             "pending": [{"call": _call_to_json(c), "proposal_id": pid} for c, pid in self.pending],
             "grounding": [{"source": s.to_dict(), "text": t} for s, t in self.grounding],
+            "flags": list(self.flags),
         }
 
     @classmethod
@@ -51,7 +53,8 @@ class PausedRun:
                             m["tool_call_id"], m["name"]) for m in data["messages"]]
         return cls(data["run_id"], data["user_id"], data["question"], data["mode"], messages,
                    [(_call_from_json(p["call"]), p["proposal_id"]) for p in data["pending"]],
-                   [(Source.from_dict(g["source"]), g["text"]) for g in data["grounding"]])
+                   [(Source.from_dict(g["source"]), g["text"]) for g in data["grounding"]],
+                   [str(f) for f in data.get("flags") or []])
 
 
 def _call_to_json(call: ToolCall) -> dict[str, Any]:

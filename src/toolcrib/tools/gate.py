@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,11 @@ from toolcrib.tools.result import CallOutcome, Status, error_payload, ok_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.trace.events import DecidedBy, EventKind
 from toolcrib.trace.tracer import Tracer
+
+# A request that hands its instructions to content: a verb of doing, then what is to be done
+# ("follow the instructions", "do all the tasks on my TODO list", "complete the steps in the checklist").
+_DELEGATES = re.compile(r"\b(follow|do|complete|carry out|perform|work through)\b[^.?!]{0,40}?"
+                        r"\b(instructions?|tasks|to-?do|steps|checklist)\b", re.I)
 
 if TYPE_CHECKING:
     from toolcrib.policy.approvals import ApprovalStore
@@ -203,7 +209,7 @@ class Gate:
             elif sources and not any(s.vouched for s in sources):
                 warnings.append(f"{name} {shown} appears only in content others wrote: {', '.join(provenance[name])}")
         mode = self.settings.unrequested_writes
-        if mode != "off" and cctx.grounding.read_untrusted and not tool.requested_by(cctx.question):
+        if mode != "off" and cctx.grounding.read_untrusted and not self._requested(tool, cctx):
             problem = (f"{tool.name} was not asked for in the request, and the run had read content others wrote "
                        "before proposing it")
             if mode == "refuse":
@@ -211,6 +217,16 @@ class Gate:
             warnings.append(problem)
         warnings += [f"flagged in this run's tool results: {flag}" for flag in cctx.flags]
         return Review(cctx.question, provenance, warnings)
+
+    @staticmethod
+    def _requested(tool: Tool, cctx: CallContext) -> bool:
+        """Whether the request asks for ``tool``: in its own words, or, when it hands its instructions to
+        content it points at ("follow the instructions in notes.txt", "do the tasks on my TODO list"), in
+        the words of that content (pointed to by the user and not flagged by the scanner)."""
+        if tool.requested_by(cctx.question):
+            return True
+        return bool(_DELEGATES.search(cctx.question)) and any(
+            tool.requested_by(text) for text in cctx.grounding.endorsed_texts())
 
     def _check_egress(self, tool: Tool, values: Mapping[str, Any], cctx: CallContext) -> None:
         """A READ that contacts an address goes only where the user, a trusted source or the allowlist says."""

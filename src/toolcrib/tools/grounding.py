@@ -121,6 +121,10 @@ class Grounding:
         self._texts.append((source, text, norm))
         self._blob += "\n" + norm
 
+    def endorsed_texts(self) -> list[str]:
+        """The texts of content others wrote that the user pointed to (and the scanner did not flag)."""
+        return [text for source, text, _ in self._texts if source.endorsed]
+
     @property
     def sources(self) -> list[tuple[Source, str]]:
         """Every text with its source, in the order seen (to persist a paused run)."""

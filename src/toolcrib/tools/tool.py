@@ -81,6 +81,25 @@ _ARGUMENTS = json.JSONEncoder(allow_nan=False)
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 
+def _split_fields(data: Any, fields: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The scalar values of a structured result: (those outside ``fields``, those inside them)."""
+    record: list[str] = []
+    others: list[str] = []
+
+    def walk(value: Any, theirs: bool) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(item, theirs or key in fields)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item, theirs)
+        elif value is not None:
+            (others if theirs else record).append(value if isinstance(value, str) else _TEXT.encode(value))
+
+    walk(data, False)
+    return record, others
+
+
 class ToolOptions(TypedDict, total=False):
     """What every tool constructor (``@tool``, ``make_tool``, ``json_schema_tool``) accepts; see ``Tool``.
 
@@ -103,6 +122,7 @@ class ToolOptions(TypedDict, total=False):
     sensitive: Sequence[str]
     egress: Sequence[str]
     intent: Sequence[str]
+    untrusted_fields: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -136,6 +156,9 @@ class Tool:
     sensitive: tuple[str, ...] = ()
     egress: tuple[str, ...] = ()
     intent: tuple[str, ...] = ()  # words of a request that ask for this tool (default: its name's verb)
+    # the fields of a structured result that hold content others wrote (a message's body, a
+    # transaction's subject); when given, the rest of the result is the system's own record (trusted)
+    untrusted_fields: tuple[str, ...] = ()
 
     def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
@@ -153,6 +176,10 @@ class Tool:
         """The texts of one result of this tool, each with where it came from."""
         if self.result_sources is not None:
             return self.result_sources(data)
+        if self.untrusted_fields and isinstance(data, (dict, list)):
+            record, others = _split_fields(data, frozenset(self.untrusted_fields))
+            return [(Source("tool", self.name, trusted), "\n".join(texts))
+                    for trusted, texts in ((True, record), (False, others)) if texts]
         text = data if isinstance(data, str) else _TEXT.encode(data)
         return [(Source("tool", self.name, self.trusted), text)]
 
@@ -326,6 +353,7 @@ def assemble_tool(
         sensitive=tuple(options.get("sensitive", ())),
         egress=tuple(options.get("egress", ())),
         intent=tuple(options.get("intent", ())),
+        untrusted_fields=tuple(options.get("untrusted_fields", ())),
     )
 
 
