@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from toolcrib.errors import ConfigError
 
@@ -128,6 +128,36 @@ class ServiceSection(_Section):
     jwt: JWTSection | None = None
 
 
+class MCPServerSection(_Section):
+    """One MCP server whose tools the workspace uses: a stdio command, or a streamable-HTTP URL."""
+
+    command: str | None = None  # started in the workspace folder, over stdio
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)  # added to a minimal environment (PATH, HOME, ...)
+    url: str | None = None
+    token_env: str | None = None  # the environment variable holding the bearer token for `url`
+    timeout_s: float = Field(30.0, gt=0)  # one call; a WRITE past it has an unknown outcome
+    # Effect class per tool ("read", "write", "actuate"); unlisted tools are "write": a foreign tool's
+    # effects are unknown. The server's annotations may only make a tool stricter.
+    effects: dict[str, Literal["read", "write", "actuate"]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerSection:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set exactly one of command (stdio) or url (streamable HTTP)")
+        if self.token_env and self.url is None:
+            raise ValueError("token_env goes with url")
+        return self
+
+
+class MCPSection(_Section):
+    """``[mcp]``: MCP servers whose tools are registered as ``NAME.tool``, through the same gate."""
+
+    list_timeout_s: float = Field(10.0, gt=0)  # listing one server's tools when the workspace opens
+    servers: dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")], MCPServerSection] = Field(
+        default_factory=dict)
+
+
 class GroupSection(_Section):
     tools: list[str] = Field(default_factory=list)
     approve: list[str] = Field(default_factory=list)
@@ -154,6 +184,7 @@ class WorkspaceConfig(_Section):
     users: dict[str, UserSection] = Field(default_factory=dict)
     service: ServiceSection = Field(default_factory=ServiceSection)
     envelopes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    mcp: MCPSection = Field(default_factory=MCPSection)
 
 
 def load_config(path: Path) -> WorkspaceConfig:

@@ -14,6 +14,7 @@
     │   │                         others wrote (or nowhere): refused before any person is asked
     │   ├── ApprovalRequired      a WRITE/ACTUATE call is held until a person approves it
     │   ├── ToolFailed            the tool raised; the message carries no internals
+    │   │   └── ToolUnavailable   a remote tool (an MCP server's) is down, disabled or answered garbage
     │   ├── ToolTimeout           the tool ran past its time bound (for writes: outcome unknown)
     │   └── CallDropped           a call the run's mode does not allow (e.g. a second call in single mode)
     └── OperatorError             the developer or operator caused it: raised, with what to do
@@ -83,6 +84,13 @@ class ToolFailed(ModelFacingError):
     def __init__(self, message: str, *, code: str | None = None, internal: str = "") -> None:
         super().__init__(message, code=code)
         self.internal = internal  # what the tool raised: for the operator's trace, never for the model
+
+
+class ToolUnavailable(ToolFailed):
+    """A remote tool that cannot be used now: its server is down or slow, answered something that is
+    not a result, or the tool is disabled until an operator trusts its changed definition."""
+
+    code = "tool_unavailable"
 
 
 class ToolTimeout(ModelFacingError):

@@ -38,6 +38,7 @@ from toolcrib.tools.tool import Tool
 from toolcrib.trace.tracer import JsonlExporter, Tracer
 
 if TYPE_CHECKING:  # imported where used, so opening a workspace loads no retrieval or store backend
+    from toolcrib.mcp.client import MCPTools
     from toolcrib.policy.approvals import ApprovalStore
     from toolcrib.policy.audit import AuditStore
     from toolcrib.retrieval import Chunker, Embedder, HybridRetriever, Index, IngestReport
@@ -223,7 +224,12 @@ class Workspace:
             for value in vars(_load_module(path)).values():
                 if isinstance(value, Tool):
                     registry.add(value)
-        known = set(registry.names())
+        mcp = self.mcp_tools
+        for t in mcp.tools if mcp is not None else ():
+            registry.add(t)
+        # a tool of an MCP server that is down now may be named in the configuration all the same
+        servers = self.config.mcp.servers
+        known = set(registry.names()) | {n for n in self._config_tool_names() if n.split(".")[0] in servers}
         for group, section in self.config.groups.items():
             for tool_name in [*section.tools, *section.approve]:
                 if tool_name != "*" and tool_name not in known:
@@ -235,7 +241,28 @@ class Workspace:
             unknown = [n for n in names if n not in known]
             if unknown:
                 raise ConfigError(f"no tool named {', '.join(unknown)}", file=self.config_file, key=f"tools.{key}")
-        return Registry(self._with_provenance(t) for t in registry)
+        if mcp is None:
+            return Registry(self._with_provenance(t) for t in registry)
+        from toolcrib.mcp.client import PinnedRegistry
+
+        return PinnedRegistry((self._with_provenance(t) for t in registry), mcp.disabled)
+
+    def _config_tool_names(self) -> set[str]:
+        cfg = self.config
+        return ({n for s in cfg.groups.values() for n in [*s.tools, *s.approve]} | set(cfg.tools.untrusted)
+                | set(cfg.tools.sensitive) | set(cfg.tools.egress) | set(cfg.tools.intent))
+
+    @cached_property
+    def mcp_tools(self) -> MCPTools | None:
+        """The tools of the MCP servers in ``[mcp.servers]`` (listed once, pinned; a server that is down
+        contributes none, with a warning on stderr). None when none is configured."""
+        if not self.config.mcp.servers:
+            return None
+        from toolcrib.mcp.client import load_mcp_tools, warn
+
+        tools = load_mcp_tools(self.config.mcp, self.root, self.state_dir)
+        warn(tools.warnings)
+        return tools
 
     def _with_provenance(self, tool: Tool) -> Tool:
         """``tool`` with what ``[tools]`` declares about where its results and arguments come from."""

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
-from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted
+from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
 from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
@@ -25,6 +27,60 @@ from toolcrib.trace.events import DecidedBy, EventKind
 from toolcrib.trace.tracer import TraceExporter, Tracer
 
 Mode = Literal["single", "loop"]
+
+_T = TypeVar("_T")
+
+
+class _ThreadLoop:
+    """A thread's own event loop for the sync API; closed when the thread ends (its local storage is
+    released) or at interpreter exit, whichever comes first."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        weakref.finalize(self, self.loop.close)  # a finalizer, not __del__: it also runs at exit, in order
+
+
+class _ThreadLoops(threading.local):
+    current: _ThreadLoop | None = None
+
+
+_LOOPS = _ThreadLoops()
+
+
+def _run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` to completion on this thread's own event loop, made on first use and reused.
+
+    ``asyncio.run`` makes and tears down a loop and its thread pool on every call (~75 us, and a new
+    worker thread for a plain ``def`` tool each time); the sync API keeps one loop per thread instead,
+    so a service calling ``Runner.ask`` from a thread pool has one loop per pool thread. Tasks a run
+    leaves behind are cancelled when it returns, as ``asyncio.run`` does.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        coro.close()
+        raise OperatorError("Runner.ask and Runner.resume cannot be called while an event loop is running "
+                            "in this thread (async code, a notebook): await Runner.aask / Runner.aresume instead")
+    held = _LOOPS.current
+    if held is None or held.loop.is_closed():
+        held = _LOOPS.current = _ThreadLoop()
+    loop = held.loop
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        _cancel_leftovers(loop)
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the tasks a run started and left running (``asyncio.run`` does the same when it ends)."""
+    leftovers = asyncio.all_tasks(loop)
+    if not leftovers:
+        return
+    for task in leftovers:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
 
 
 @dataclass
@@ -95,10 +151,13 @@ class Runner:
 
     def ask(self, question: str, principal: Principal, *, mode: Mode | None = None,
             exporters: Sequence[TraceExporter] = ()) -> Answer:
-        return asyncio.run(self.aask(question, principal, mode=mode, exporters=exporters))
+        """``aask`` for synchronous code, on this thread's own reused event loop; raises
+        ``OperatorError`` when called from a running event loop (there, await ``aask``)."""
+        return _run_sync(self.aask(question, principal, mode=mode, exporters=exporters))
 
     def resume(self, run_id: str, principal: Principal, *, exporters: Sequence[TraceExporter] = ()) -> Answer:
-        return asyncio.run(self.aresume(run_id, principal, exporters=exporters))
+        """``aresume`` for synchronous code (see ``ask``)."""
+        return _run_sync(self.aresume(run_id, principal, exporters=exporters))
 
     async def aask(self, question: str, principal: Principal, *, mode: Mode | None = None,
                    exporters: Sequence[TraceExporter] = ()) -> Answer:

@@ -14,6 +14,7 @@ from toolcrib.cli.audit import audit_group
 from toolcrib.cli.eval import eval_group
 from toolcrib.cli.ingest import ingest_cmd
 from toolcrib.cli.init import init_cmd
+from toolcrib.cli.mcp import mcp_group
 from toolcrib.cli.serve import serve_cmd
 from toolcrib.cli.sql import sql_cmd
 from toolcrib.cli.stats import stats_cmd
@@ -31,5 +32,5 @@ def main() -> None:
 
 
 for _command in (ask_cmd, ingest_cmd, trace_cmd, tools_cmd, init_cmd, approve_cmd, audit_group, sql_cmd, eval_group,
-                 stats_cmd, serve_cmd, token_group):
+                 stats_cmd, serve_cmd, token_group, mcp_group):
     main.add_command(_command)
