@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +17,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
+from fakes.serving import create_keys, serving
 from toolcrib.workspace import DEMO_SOURCE
 
 ROOT = Path(__file__).resolve().parent.parent
-DESK = f"function:{Path(__file__).resolve().parent / 'fakes' / 'desk_model.py'}:desk"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -51,54 +47,13 @@ class Server:
         return int(available)
 
 
-def _toolcrib() -> str:
-    found = Path(sys.executable).parent / "toolcrib"
-    return str(found) if found.exists() else (shutil.which("toolcrib") or "toolcrib")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     workspace = tmp_path / "demo"
     shutil.copytree(DEMO_SOURCE, workspace, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
-    exe = _toolcrib()
-    keys = {}
-    for user in ("alice", "ada", "omar"):
-        made = subprocess.run([exe, "token", "create", user, "--workspace", str(workspace)], capture_output=True,
-                              text=True, timeout=60, check=True)
-        keys[user] = made.stdout.strip()
-    port = _free_port()
-    log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", str(port), "--workspace", str(workspace),
-                             "--model", DESK], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"toolcrib serve exited ({proc.returncode}):\n{(tmp_path / 'serve.log').read_text()}")
-            try:
-                if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"toolcrib serve was not ready in 60 s:\n{(tmp_path / 'serve.log').read_text()}")
-            time.sleep(0.2)  # polling for readiness
+    keys = create_keys(workspace, ("alice", "ada", "omar"))
+    with serving(workspace, tmp_path / "serve.log") as url:
         yield Server(url, workspace, keys)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture

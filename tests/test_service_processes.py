@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -24,14 +21,12 @@ psycopg = pytest.importorskip("psycopg")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 
+from fakes.serving import create_keys, serving  # noqa: E402
 from toolcrib.workspace import DEMO_SOURCE, Workspace  # noqa: E402
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 
 SERVER = "host=127.0.0.1 port=5432 user=postgres connect_timeout=3"
-DESK = f"function:{Path(__file__).parent / 'fakes' / 'desk_model.py'}:desk"
-TOOLCRIB = Path(sys.executable).with_name("toolcrib")
-READY_S = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +62,6 @@ def _workspace(root: Path, dsn: str, **service: int) -> Path:
     return ws
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Cluster:
     """Two server processes on one workspace, and a key for each demo user it was asked for."""
@@ -93,52 +82,9 @@ class Cluster:
 
 
 def _serve(ws: Path, tmp: Path, users: tuple[str, ...]) -> Iterator[Cluster]:
-    keys = {}
-    for user in users:
-        made = subprocess.run([str(TOOLCRIB), "token", "create", user, "--workspace", str(ws)],
-                              capture_output=True, text=True, timeout=60)
-        assert made.returncode == 0, made.stderr
-        keys[user] = made.stdout.strip()
-    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
-    try:
-        urls = []
-        for i in range(2):
-            port = _free_port()
-            log = tmp / f"server{i}.log"
-            with log.open("wb") as err:
-                procs.append((subprocess.Popen(
-                    [str(TOOLCRIB), "serve", "--host", "127.0.0.1", "--port", str(port), "--workspace", str(ws),
-                     "--model", DESK], stdout=err, stderr=subprocess.STDOUT), log))
-            urls.append(f"http://127.0.0.1:{port}")
-        for url, (proc, log) in zip(urls, procs, strict=True):
-            _wait_ready(url, proc, log)
-        yield Cluster(ws, urls, keys)
-    finally:
-        for proc, _ in procs:
-            proc.terminate()
-        for proc, _ in procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + READY_S
-    last = "no answer"
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"server {url} exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-        try:
-            response = httpx.get(f"{url}/readyz", timeout=2)
-            if response.status_code == 200:
-                return
-            last = f"{response.status_code} {response.text}"
-        except httpx.HTTPError as exc:
-            last = type(exc).__name__
-        time.sleep(0.1)
-    pytest.fail(f"server {url} not ready within {READY_S:g}s ({last}):\n{log.read_text(errors='replace')}")
+    keys = create_keys(ws, users)
+    with serving(ws, tmp / "server0.log") as first, serving(ws, tmp / "server1.log") as second:
+        yield Cluster(ws, [first, second], keys)
 
 
 @pytest.fixture(scope="module")
