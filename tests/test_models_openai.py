@@ -1,8 +1,9 @@
 """The Chat Completions backend against real HTTP servers on loopback.
 
-Most tests use ``FakeChatServer`` (stdlib http.server speaking the documented protocol and checking
-request shapes); one slow test runs llama-cpp-python's own OpenAI-compatible server on the shipped
-GGUF.
+The backend is built on the official ``openai`` SDK (the ``openai`` extra). Most tests use
+``FakeChatServer`` (stdlib http.server speaking the documented protocol and checking request shapes,
+its replies validated against the SDK's ``ChatCompletion`` type); two slow tests run llama-cpp-python's
+own OpenAI-compatible server on the shipped GGUF.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+pytest.importorskip("openai", reason="the openai extra is not installed")
 
 from fakes.openai_server import FakeChatServer, Reply, chat_reply, error_reply
 from toolcrib.errors import ConfigError, ModelUnavailable

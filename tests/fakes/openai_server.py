@@ -1,4 +1,4 @@
-"""A Chat Completions server on loopback for tests: scripted replies, recorded requests.
+"""A Chat Completions server on loopback for tests (and the one-route server the other API fakes use).
 
 It checks each request against the documented request shape the way a real server does (a
 violation is answered with HTTP 400 and an OpenAI-style error body), so a backend that sends a
@@ -12,9 +12,13 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+import httpx
 
 
 @dataclass
@@ -33,7 +37,7 @@ class Recorded:
 
     method: str
     path: str
-    headers: dict[str, str]
+    headers: httpx.Headers  # case-insensitive, as HTTP headers are
     body: Any
 
 
@@ -63,6 +67,9 @@ def chat_reply(
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
+    from openai.types.chat import ChatCompletion  # here, so the Anthropic fake needs no openai SDK
+
+    ChatCompletion.model_validate(body)  # the openai SDK's own type: the shape cannot drift from it
     return Reply(200, body)
 
 
@@ -73,12 +80,16 @@ def error_reply(status: int, message: str, *, code: str | None = None,
     return Reply(status, body, headers or {})
 
 
-class FakeChatServer:
-    """``/v1/chat/completions`` on 127.0.0.1 in a background thread."""
+class FakeAPIServer:
+    """One POST route on 127.0.0.1 in a background thread: scripted replies, recorded requests, and
+    each request checked by ``check`` (a problem is answered 400 in the API's own error shape)."""
 
-    def __init__(self) -> None:
+    def __init__(self, route: str, check: Callable[[Any], str | None],
+                 error: Callable[[int, str], Reply], *, url_path: str = "") -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[Recorded] = []
+        self.route = route
+        self.url_path = url_path
         self._lock = threading.Lock()
         server = self
 
@@ -97,16 +108,16 @@ class FakeChatServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 with server._lock:
-                    server.requests.append(Recorded("POST", self.path, dict(self.headers.items()), body))
+                    server.requests.append(Recorded("POST", self.path, httpx.Headers(list(self.headers.items())), body))
                     reply = server.replies.popleft() if server.replies else None
-                if self.path != "/v1/chat/completions":
-                    reply = error_reply(404, f"no route {self.path}")
+                if urlsplit(self.path).path != server.route:
+                    reply = error(404, f"no route {self.path}")
                 else:
-                    problem = request_problem(body)
+                    problem = check(body)
                     if problem:
-                        reply = error_reply(400, problem)
+                        reply = error(400, problem)
                 if reply is None:
-                    reply = error_reply(500, "the test scripted no reply for this request")
+                    reply = error(500, "the test scripted no reply for this request")
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 payload = (reply.body if isinstance(reply.body, str)
@@ -129,14 +140,15 @@ class FakeChatServer:
 
     @property
     def url(self) -> str:
+        """The base URL a client is configured with."""
         port = self._httpd.server_address[1]
-        return f"http://127.0.0.1:{port}/v1"
+        return f"http://127.0.0.1:{port}{self.url_path}"
 
     def queue(self, *replies: Reply) -> None:
         with self._lock:
             self.replies.extend(replies)
 
-    def start(self) -> FakeChatServer:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -144,11 +156,18 @@ class FakeChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> FakeChatServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class FakeChatServer(FakeAPIServer):
+    """``/v1/chat/completions``."""
+
+    def __init__(self) -> None:
+        super().__init__("/v1/chat/completions", request_problem, error_reply, url_path="/v1")
 
 
 def request_problem(body: Any) -> str | None:

@@ -1,4 +1,5 @@
-"""Registers the built-in model backends. Each factory imports its module lazily."""
+"""Registers the built-in model backends. Each factory imports its module lazily; a backend whose SDK
+is an extra (openai, openai-responses, anthropic) raises MissingDependency naming it when it is missing."""
 
 from __future__ import annotations
 
@@ -21,6 +22,18 @@ def _openai(rest: str, settings: Mapping[str, Any]) -> Model:
     return OpenAIChatModel.from_spec(rest, settings)
 
 
+def _openai_responses(rest: str, settings: Mapping[str, Any]) -> Model:
+    from toolcrib.models.responses import OpenAIResponsesModel
+
+    return OpenAIResponsesModel.from_spec(rest, settings)
+
+
+def _anthropic(rest: str, settings: Mapping[str, Any]) -> Model:
+    from toolcrib.models.anthropic import AnthropicModel
+
+    return AnthropicModel.from_spec(rest, settings)
+
+
 def _scripted(rest: str, settings: Mapping[str, Any]) -> Model:
     from toolcrib.models.scripted import ScriptedModel
 
@@ -41,6 +54,8 @@ def _dry(rest: str, settings: Mapping[str, Any]) -> Model:
 
 register_model("local", _local)
 register_model("openai", _openai)
+register_model("openai-responses", _openai_responses)
+register_model("anthropic", _anthropic)
 register_model("scripted", _scripted)
 register_model("dry", _dry)
 register_model("function", _function)
