@@ -12,6 +12,11 @@ if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id 
   apt-get install -y -q chromium >/dev/null \
     || echo "warning: could not install chromium; tests/test_service_page.py will be skipped" >&2
 fi
+# the code interpreter runs model-written Python under bubblewrap; as root, install it once
+if ! command -v bwrap >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  apt-get install -y -q bubblewrap >/dev/null \
+    || echo "warning: could not install bubblewrap; code_interpreter will not be offered" >&2
+fi
 # llama.cpp builds from source; the multimodal part is not needed (build ~3x faster without it). A
 # portable AVX2 build, not -march=native: on CPUs with AMX, ggml's AMX kernels crash (SIGSEGV) wherever the
 # kernel does not grant AMX state to the process, as in sandboxes and some containers.

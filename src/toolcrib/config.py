@@ -31,7 +31,8 @@ class ModelSection(_Section):
 
 class ToolsSection(_Section):
     modules: list[str] = Field(default_factory=list)
-    builtin: list[Literal["vector_search", "sql_query"]] = Field(default_factory=list)
+    builtin: list[Literal["vector_search", "sql_query", "web_search", "code_interpreter"]] = Field(
+        default_factory=list)
     max_result_chars: int = Field(4000, gt=100)
     # Offer a tool only once the request or a tool result names what its required identifier looks
     # like; otherwise a model could only call it with an invented id (which the gate would refuse).
@@ -76,6 +77,39 @@ class RetrievalSection(_Section):
     # When no tool call of a run found anything, code searches the documents once with the question.
     search_when_nothing_found: bool = True
     dsn: str | None = None
+
+
+class WebSearchSection(_Section):
+    """``[web_search]``: the search provider behind the ``web_search`` builtin. No provider: not offered."""
+
+    provider: Literal["brave", "tavily", "searxng"] | None = None
+    endpoint: str | None = None  # default: the provider's public API; required for searxng (the instance's URL)
+    # The environment variable holding the API key (never the key itself). Default: BRAVE_SEARCH_API_KEY
+    # for brave, TAVILY_API_KEY for tavily; none for searxng (set one if the instance wants a bearer token).
+    key_env: str | None = None
+    timeout_s: float = Field(8.0, gt=0, le=60)  # one search; past it the call is a "timeout" observation
+    max_results: int = Field(5, gt=0, le=10)
+
+    @model_validator(mode="after")
+    def _endpoint_for_searxng(self) -> WebSearchSection:
+        if self.provider == "searxng" and not self.endpoint:
+            raise ValueError("searxng needs endpoint, the instance's URL (e.g. http://localhost:8888)")
+        if self.endpoint and not self.endpoint.startswith(("http://", "https://")):
+            raise ValueError("endpoint must be an http:// or https:// URL")
+        return self
+
+
+class CodeInterpreterSection(_Section):
+    """``[code_interpreter]``: limits of the bubblewrap sandbox behind the ``code_interpreter`` builtin."""
+
+    python: str | None = None  # the interpreter inside the sandbox (default: the one running toolcrib)
+    cpu_s: int = Field(10, gt=0, le=600)
+    wall_s: float = Field(20.0, gt=0, le=900)
+    memory_mb: int = Field(1024, ge=128)
+    processes: int = Field(32, ge=4)
+    output_kb: int = Field(64, gt=0)  # stdout kept; past 16 times this the run is stopped
+    scratch_mb: int = Field(64, gt=0)  # the private scratch space (a tmpfs), and the largest file
+    max_files: int = Field(10, ge=0)  # produced files kept as artifacts
 
 
 class LimitsSection(_Section):
@@ -178,6 +212,8 @@ class WorkspaceConfig(_Section):
     sql: SQLSection = Field(default_factory=SQLSection)
     retrieval: RetrievalSection = Field(default_factory=RetrievalSection)
     limits: LimitsSection = Field(default_factory=LimitsSection)
+    web_search: WebSearchSection = Field(default_factory=WebSearchSection)
+    code_interpreter: CodeInterpreterSection = Field(default_factory=CodeInterpreterSection)
     paths: PathsSection = Field(default_factory=PathsSection)
     policy: PolicySection = Field(default_factory=PolicySection)
     groups: dict[str, GroupSection] = Field(default_factory=dict)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # imported where used, so opening a workspace loads no retrie
     from toolcrib.policy.approvals import ApprovalStore
     from toolcrib.policy.audit import AuditStore
     from toolcrib.retrieval import Chunker, Embedder, HybridRetriever, Index, IngestReport
+    from toolcrib.sandbox import Sandbox
     from toolcrib.sql.base import ReadOnlySQL
 
 CONFIG_NAME = "toolcrib.toml"
@@ -215,7 +216,8 @@ class Workspace:
     def registry(self) -> Registry:
         registry = Registry()
         for name in self.config.tools.builtin:  # first: small models favour the tools listed first
-            registry.add(self._builtin_tool(name))
+            if name not in self.unavailable:  # a builtin that cannot work here is not offered (see why)
+                registry.add(self._builtin_tool(name))
         for module_path in self.config.tools.modules:
             path = self.root / module_path
             if not path.exists():
@@ -229,7 +231,8 @@ class Workspace:
             registry.add(t)
         # a tool of an MCP server that is down now may be named in the configuration all the same
         servers = self.config.mcp.servers
-        known = set(registry.names()) | {n for n in self._config_tool_names() if n.split(".")[0] in servers}
+        known = (set(registry.names()) | set(self.unavailable)
+                 | {n for n in self._config_tool_names() if n.split(".")[0] in servers})
         for group, section in self.config.groups.items():
             for tool_name in [*section.tools, *section.approve]:
                 if tool_name != "*" and tool_name not in known:
@@ -281,7 +284,68 @@ class Workspace:
         except ConfigError as exc:
             raise ConfigError(exc.message, file=self.config_file, key="tools") from None
 
+    @cached_property
+    def unavailable(self) -> dict[str, str]:
+        """The builtins the configuration asks for that cannot be offered here, each with why (shown by
+        ``toolcrib tools``): no search provider or its key, no working sandbox."""
+        why: dict[str, str] = {}
+        builtin = self.config.tools.builtin
+        if "web_search" in builtin:
+            reason = self._web_search_unavailable()
+            if reason:
+                why["web_search"] = reason
+        if "code_interpreter" in builtin:
+            reason = self.sandbox.unavailable()
+            if reason:
+                why["code_interpreter"] = reason
+        return why
+
+    def _web_search_key_env(self) -> str | None:
+        from toolcrib.websearch.providers import DEFAULT_KEY_ENV
+
+        cfg = self.config.web_search
+        return cfg.key_env or (DEFAULT_KEY_ENV.get(cfg.provider) if cfg.provider else None)
+
+    def _web_search_unavailable(self) -> str | None:
+        cfg = self.config.web_search
+        if cfg.provider is None:
+            return ("no search provider is configured: set [web_search] provider (brave, tavily or searxng), "
+                    "so questions about current public data are answered \"I can't reach current data from here\"")
+        env = self._web_search_key_env()
+        if env and not os.environ.get(env):
+            return f"the environment variable {env} ([web_search] key_env) with the {cfg.provider} API key is not set"
+        return None
+
+    @cached_property
+    def sandbox(self) -> Sandbox:
+        """The bubblewrap sandbox of ``code_interpreter``, with the ``[code_interpreter]`` limits."""
+        from toolcrib.sandbox import Sandbox, SandboxLimits
+
+        cfg = self.config.code_interpreter
+        limits = SandboxLimits(cpu_s=cfg.cpu_s, wall_s=cfg.wall_s, memory_mb=cfg.memory_mb, processes=cfg.processes,
+                               output_bytes=cfg.output_kb * 1024, scratch_mb=cfg.scratch_mb, max_files=cfg.max_files)
+        return Sandbox(limits, python=cfg.python)
+
+    @property
+    def artifacts_dir(self) -> Path:
+        """Where the files a ``code_interpreter`` run produced are kept, one folder per run."""
+        return self.state_dir / "artifacts" / "code_interpreter"
+
     def _builtin_tool(self, name: str) -> Tool:
+        if name == "web_search":
+            from toolcrib.websearch.providers import PROVIDERS
+            from toolcrib.websearch.tool import make_web_search_tool
+
+            cfg = self.config.web_search
+            assert cfg.provider is not None  # checked by unavailable
+            env = self._web_search_key_env()
+            provider = PROVIDERS[cfg.provider](cfg.endpoint, api_key=os.environ.get(env) if env else None,
+                                               timeout_s=cfg.timeout_s)
+            return make_web_search_tool(provider, max_results=cfg.max_results, timeout_s=cfg.timeout_s)
+        if name == "code_interpreter":
+            from toolcrib.sandbox import make_code_interpreter_tool
+
+            return make_code_interpreter_tool(self.sandbox, self.artifacts_dir, relative_to=self.root)
         if name == "sql_query":
             from toolcrib.sql.tool import make_sql_query_tool
 

@@ -12,6 +12,7 @@ from toolcrib.agent import prompts
 from toolcrib.retrieval.citations import Citation, check_citations
 from toolcrib.retrieval.evidence import Conflict, Evidence
 from toolcrib.tools.result import CallOutcome
+from toolcrib.websearch.results import WebResults, needs_current_data
 
 
 @dataclass
@@ -34,6 +35,7 @@ class EvidenceLedger:
     texts: dict[str, str] = field(default_factory=dict)
     found_nothing: dict[str, str] = field(default_factory=dict)  # citation id -> what found nothing
     searched: list[str] = field(default_factory=list)
+    searched_web: list[str] = field(default_factory=list)  # web search queries, found something or not
     insufficient: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
     _counter: int = 0
@@ -45,9 +47,15 @@ class EvidenceLedger:
         if evidence is not None:
             self._add_search(evidence)
             return
+        web = WebResults.from_payload(data)
+        if web is not None:  # each hit citable on its own, by its URL
+            self._add_web(web)
+            return
         self._counter += 1
         cid = f"{outcome.call.name}#{self._counter}"
-        self.items[cid] = Citation(cid, "tool", outcome.call.name, json.dumps(data, ensure_ascii=False)[:200])
+        text = json.dumps(data, ensure_ascii=False)
+        self.items[cid] = Citation(cid, "tool", outcome.call.name, text[:200])
+        self.texts[cid] = text
         if outcome.found_nothing:
             args = ", ".join(f"{k}={v}" for k, v in outcome.call.arguments.items())
             self.found_nothing[cid] = f"{outcome.call.name} found nothing for {args}"
@@ -63,6 +71,12 @@ class EvidenceLedger:
             self.items[p.citation] = Citation(p.citation, "passage", p.source, p.text[:200])
             self.texts[p.citation] = p.text
 
+    def _add_web(self, web: WebResults) -> None:
+        self.searched_web.append(web.query)
+        for hit in web.hits:
+            self.items[hit.citation] = Citation(hit.citation, "web", hit.url, f"{hit.title} — {hit.snippet}"[:200])
+            self.texts[hit.citation] = f"{hit.title}\n{hit.snippet}"
+
     @property
     def useful(self) -> bool:
         """Something was found: a passage, or a tool result other than "nothing matched"."""
@@ -76,14 +90,22 @@ class EvidenceLedger:
     def conflict_notes(self) -> list[str]:
         return [c.describe() for c in self.conflicts]
 
-    def review(self, text: str) -> CitationReview:
-        """Keep citations to evidence this run retrieved; drop and flag any other; cite the tool results
-        the answer rests on and every version of a conflicting document; add the conflict note."""
+    def review(self, text: str, question: str | None = None) -> CitationReview:
+        """Keep citations to evidence this run retrieved; drop and flag any other; with the ``question``
+        (a model-written answer), drop each sentence whose figures or identifiers are in neither the
+        evidence nor the question (the claim check); cite the tool results the answer rests on and every
+        version of a conflicting document; add the conflict note."""
         known = self.items
         check = check_citations(text, known)
         flags = [f"removed citation [{cid}]: not retrieved in this run" for cid in check.invalid]
         for cid in check.invalid:
             text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
+        text, unsupported = self._claims_checked(text, question) if question is not None else (text, [])
+        flags += [f"removed a sentence whose {what} is not in the evidence: {sentence[:160]}"
+                  for sentence, what in unsupported]
+        if unsupported and not text.strip():
+            text = prompts.UNSUPPORTED_ANSWER
+        check = check_citations(text, known) if unsupported else check
         cited = {cid: known[cid] for cid in check.valid}
         for cid, item in known.items():  # tool results the answer rests on are cited by code
             if item.kind == "tool" and cid not in self.found_nothing:
@@ -92,8 +114,8 @@ class EvidenceLedger:
             for cid in conflict.citations:
                 if cid in known:
                     cited.setdefault(cid, known[cid])
-        passages = {cid: item for cid, item in known.items() if item.kind == "passage"}
-        if passages and not any(c.kind == "passage" for c in cited.values()):
+        passages = {cid: item for cid, item in known.items() if item.kind in ("passage", "web")}
+        if passages and not any(c.kind in ("passage", "web") for c in cited.values()):
             best = best_support(text, {cid: self.texts[cid] for cid in passages})
             if best:
                 cited[best] = passages[best]
@@ -109,7 +131,25 @@ class EvidenceLedger:
             text += "\n\nNote: the sources disagree. " + " ".join(notes)
         return CitationReview(text, list(cited.values()), list(check.invalid), flags)
 
-    def abstention(self, outcomes: Sequence[CallOutcome]) -> str:
+    def _claims_checked(self, text: str, question: str) -> tuple[str, list[tuple[str, str]]]:
+        """``text`` without the sentences that state a figure, date, price or identifier found in neither
+        the evidence this run retrieved (the sentence's cited items when it cites any) nor the question;
+        and each removed sentence with what was missing."""
+        kept: list[str] = []
+        removed: list[tuple[str, str]] = []
+        asked = _Facts.of(question)
+        everything = _Facts.of("\n".join(self.texts.values()))
+        for sentence in _SENTENCES.split(text):
+            cited = [self.texts[c] for c in _CITED.findall(sentence) if c in self.texts]
+            support = _Facts.of("\n".join(cited)) if cited else everything
+            missing = _Facts.of(_CITED.sub("", sentence)).missing_from(support, asked)
+            if missing:
+                removed.append((sentence.strip(), missing))
+            else:
+                kept.append(sentence)
+        return ("".join(kept) if removed else text), removed
+
+    def abstention(self, outcomes: Sequence[CallOutcome], question: str = "") -> str:
         """What the run says when the evidence does not answer: what it searched and what failed."""
         searched = "; ".join(f'"{q}"' for q in self.searched)
         searched = f"I searched the documents for {searched}. " if searched else ""
@@ -118,7 +158,48 @@ class EvidenceLedger:
         failed = f"These lookups could not be completed: {', '.join(failures)}. " if failures else ""
         if self.found_nothing:
             failed += f"{'; '.join(self.found_nothing.values())}. "
+        if needs_current_data(question) and not self.searched_web:
+            # no web search answered in this run (no provider, or it failed): say so rather than guess
+            return prompts.NO_CURRENT_DATA_ANSWER.format(failed=failed)
+        if self.searched_web:
+            searched += f"I searched the web for {'; '.join(repr(q) for q in self.searched_web)}. "
         return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched)
+
+
+# Sentences, keeping what separates them (so the kept ones join back unchanged); citation markers.
+_SENTENCES = re.compile(r"(?<=[.!?])(?=\s+[A-Z\[(\"'*-])|(?<=\n)")
+_CITED = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]+)\]")
+# An identifier: capitals then digits, with or without a hyphen (HLV-2205, ORD-1001, KB-400, F2, CH1).
+_IDENTIFIER = re.compile(r"\b[A-Z]{1,6}-?\d[A-Z0-9-]*\b")
+# A figure: an optional currency sign, digits with thousands separators and decimals, an optional %; not
+# the digits of an identifier or the month and day of an ISO date (after a hyphen).
+_FIGURE = re.compile(r"(?<![\w.-])([$€£]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)")
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """The identifiers and figures a text states; small whole numbers (counts, steps, days of a date) are
+    left out: prose writes them in too many ways to check."""
+
+    identifiers: frozenset[str]
+    figures: frozenset[float]
+
+    @classmethod
+    def of(cls, text: str) -> _Facts:
+        figures = set()
+        for currency, whole, decimals, percent in _FIGURE.findall(text):
+            value = float(whole.replace(",", "") + decimals)
+            if currency or decimals or percent or value >= 10:
+                figures.add(round(value, 6))
+        return cls(frozenset(m.upper() for m in _IDENTIFIER.findall(text)), frozenset(figures))
+
+    def missing_from(self, evidence: _Facts, question: _Facts) -> str:
+        """What of this is in neither ``evidence`` nor ``question``: "" when nothing is missing."""
+        ids = sorted(self.identifiers - evidence.identifiers - question.identifiers)
+        figures = sorted(self.figures - evidence.figures - question.figures)
+        missing = [f"identifier {', '.join(ids)}" if ids else "",
+                   f"figure {', '.join(f'{f:g}' for f in figures)}" if figures else ""]
+        return " and ".join(m for m in missing if m)
 
 
 _STOP = frozenset(["this", "that", "with", "from", "have", "will", "what", "which", "when", "where", "there", "their",

@@ -24,5 +24,11 @@ EVIDENCE_REMINDER = """Your answer did not rest on any tool result or document. 
 evidence: call one of the offered tools to look the facts up. If no tool can help, reply with a
 short clarifying question for the user."""
 
+UNSUPPORTED_ANSWER = ("I found evidence, but it does not confirm the figures or identifiers of the answer I "
+                      "drafted, so I am not giving one. Please ask again, more specifically.")
+
 NO_EVIDENCE_ANSWER = ("I don't have enough evidence to answer that. {failed}{searched}I won't guess; "
                       "please rephrase, or give the exact identifier (order id, part number, ...).")
+
+NO_CURRENT_DATA_ANSWER = ("I can't reach current data from here: this question needs current public information "
+                          "and no web search result is available to this workspace. {failed}I won't guess.")

@@ -384,7 +384,8 @@ class Runner:
             return self._finish(run, text.strip(), outcome="clarify", abstained=True)
         run.tracer.record(EventKind.ABSTAINED, "Abstain: not enough evidence",
                           detail={"searched": run.evidence.searched, "model_text": text[:300]})
-        return self._finish(run, run.evidence.abstention(run.outcomes), outcome="abstained", abstained=True)
+        return self._finish(run, run.evidence.abstention(run.outcomes, run.question), outcome="abstained",
+                            abstained=True)
 
     def _pause(self, run: _Run, pending: list[CallOutcome]) -> Answer:
         lines = [f"Held for approval: {o.call.name}({json.dumps(o.call.arguments, sort_keys=True)}) as proposal "
@@ -400,7 +401,8 @@ class Runner:
         citations: list[Citation] = []
         flags: list[str] = []
         if not abstained:
-            review = run.evidence.review(text)
+            # the claim check is for what the model wrote; a paused or stopped run's text is code's
+            review = run.evidence.review(text, run.question if outcome == "answered" else None)
             text, citations, flags = review.text, review.citations, review.flags
             run.tracer.record(EventKind.CITATION_CHECK, "Check citations", citations=[c.id for c in citations],
                               status="ok" if not review.removed else "removed",

@@ -1,4 +1,5 @@
-"""``toolcrib tools``: what a user is offered, with each tool's effect class."""
+"""``toolcrib tools``: what a user is offered, with each tool's effect class, and the builtins that are not
+offered here, with why (no search provider, no working sandbox)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,15 @@ def tools_cmd(user: str | None, as_json: bool, workspace: Path | None) -> None:
     for t in offered:
         needs = "  (needs approval)" if t.effect.value != "read" else ""
         click.echo(f"  {t.name:<26} {t.effect.value.upper():<8} {t.description.split('. ')[0][:70]}{needs}")
+    missing = dict(ws.unavailable)
+    for name in _OPTIONAL_BUILTINS:
+        if name not in ws.config.tools.builtin:
+            missing[name] = "not enabled: add it to [tools] builtin"
+    if missing:
+        click.echo("Not offered here:")
+        for name, why in missing.items():
+            click.echo(f"  {name:<26} {why}")
+
+
+# Builtins a workspace turns on when it has what they need (a search provider, a working sandbox).
+_OPTIONAL_BUILTINS = ("web_search", "code_interpreter")

@@ -17,10 +17,11 @@ _MIN_CLAIM_WORDS = 4
 
 @dataclass(frozen=True)
 class Citation:
-    """Evidence an answer rests on: a tool result or a retrieved passage, by stable id."""
+    """Evidence an answer rests on: a tool result, a retrieved passage or a web search hit (``source``: its
+    URL), by stable id."""
 
     id: str
-    kind: Literal["tool", "passage"]
+    kind: Literal["tool", "passage", "web"]
     source: str
     snippet: str = ""
 

@@ -591,9 +591,11 @@
     const c = state.citations.get(id);
     if (!c) return;
     state.citeOpener = opener;
-    $("citation-title").textContent = `${c.kind === "tool" ? "Tool result" : "Passage"} ${c.id}`;
-    $("citation-source").textContent = c.kind === "tool"
-      ? `What the tool ${c.source} returned in this run.` : `From ${c.source}.`;
+    const label = { tool: "Tool result", web: "Web result" }[c.kind] || "Passage";
+    $("citation-title").textContent = `${label} ${c.id}`;
+    $("citation-source").textContent = c.kind === "tool" ? `What the tool ${c.source} returned in this run.`
+      : c.kind === "web" ? `From the web page ${c.source} (written by others; not checked by toolcrib).`
+      : `From ${c.source}.`;
     let snippet = c.snippet || "";
     if (c.kind === "tool") {
       try { snippet = JSON.stringify(JSON.parse(snippet), null, 2); } catch (_) { /* not JSON: as is */ }

@@ -1,0 +1,54 @@
+"""The claim check: an answer sentence that states a figure, price, date or identifier found in neither the
+evidence the run retrieved (the sentence's cited items, when it cites any) nor the question is removed,
+and a run whose every sentence fails answers that it could not confirm one."""
+
+from __future__ import annotations
+
+from toolcrib.agent.evidence import EvidenceLedger
+from toolcrib.agent.prompts import UNSUPPORTED_ANSWER
+from toolcrib.models.base import ToolCall
+from toolcrib.tools.result import CallOutcome
+
+QUESTION = "What does part HLV-2205 cost?"
+
+
+def ledger(**data: object) -> EvidenceLedger:
+    out = EvidenceLedger()
+    out.add(CallOutcome(ToolCall("c1", "lookup_part", {"part_number": "HLV-2205"}), "ok", {"ok": True, "data": data}))
+    return out
+
+
+PART = {"found": True, "part_number": "HLV-2205", "price_usd": 52.0, "price": "$52.00", "supplier": "Aurora"}
+
+
+def test_a_sentence_that_copies_its_evidence_is_kept_in_any_number_format() -> None:
+    for text in ("HLV-2205 costs $52.00 [lookup_part#1].", "The price is 52.0 USD.", "It costs $52 each."):
+        review = ledger(**PART).review(text, QUESTION)
+        assert review.text == text and not review.flags
+
+
+def test_a_figure_the_evidence_does_not_hold_is_removed_and_flagged() -> None:
+    review = ledger(**PART).review("HLV-2205 costs $52.00 [lookup_part#1]. Shipping is $15.50.", QUESTION)
+    assert review.text == "HLV-2205 costs $52.00 [lookup_part#1]."
+    assert review.flags == ["removed a sentence whose figure 15.5 is not in the evidence: Shipping is $15.50."]
+
+
+def test_an_identifier_found_nowhere_is_removed_and_an_answer_of_nothing_but_that_says_so() -> None:
+    review = ledger(**PART).review("HLV-2200 costs $52.00 [lookup_part#1].", QUESTION)
+    assert review.text == UNSUPPORTED_ANSWER
+    assert "identifier HLV-2200" in review.flags[0]
+
+
+def test_the_question_vouches_for_what_the_user_wrote_and_small_counts_are_not_checked() -> None:
+    found_nothing = ledger(found=False, part_number="HLV-2205", message="No part numbered HLV-2205.")
+    text = "There is no part HLV-2205 in the catalogue; I checked 2 lists."
+    assert found_nothing.review(text, QUESTION).text == text
+
+
+def test_a_sentence_is_held_to_the_items_it_cites() -> None:
+    two = ledger(**PART)
+    two.add(CallOutcome(ToolCall("c2", "lookup_stock", {"part_number": "HLV-2205"}), "ok",
+                        {"ok": True, "data": {"part_number": "HLV-2205", "available": 40}}))
+    review = two.review("There are 40 in stock [lookup_part#1].", QUESTION)  # 40 is in the other result only
+    assert review.flags and "figure 40" in review.flags[0]
+    assert two.review("There are 40 in stock [lookup_stock#2].", QUESTION).flags == []
