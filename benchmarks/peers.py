@@ -23,6 +23,10 @@ iterations after warm-up (perf_counter_ns), in microseconds:
    ``Runner.ask`` minus ``Runner.aask``), where a framework has both. For a peer whose run takes
    milliseconds this difference is within the noise, and may be negative (then no ratio is given).
 
+An extra toolcrib-only figure, ``read_call_sync_inline``: figure 3's plain ``def`` tool declared
+``inline=True`` (short and non-blocking: it runs on the event loop, no thread hop), printed under the
+table with its ratio to each peer's figure 3; figure 3 itself stays the default (a worker thread).
+
 Figure 3 is dominated by the hop to a worker thread, whose cost on a small shared machine varies
 between passes (30 to 90 us here, depending on where the OS schedules the thread): compare it within
 a pass, and with figure 2.
@@ -59,6 +63,7 @@ PEERS_VENV = Path(__file__).with_name(".peers-venv")
 PEERS = ("openai_agents", "pydantic_ai", "langgraph", "smolagents", "llamaindex")
 FRAMEWORKS = ("toolcrib", *PEERS)
 FIGURES = ("agent_run", "read_call_async", "read_call_sync", "sync_api_overhead")
+INLINE = "read_call_sync_inline"  # toolcrib only: figure 3 with the def tool declared inline=True
 DISTRIBUTIONS = {"toolcrib": ("toolcrib", "pydantic"), "openai_agents": ("openai-agents", "openai", "pydantic"),
                  "pydantic_ai": ("pydantic-ai-slim", "pydantic"), "langgraph": ("langgraph", "langchain-core"),
                  "smolagents": ("smolagents",), "llamaindex": ("llama-index-core", "llama-index-workflows")}
@@ -67,7 +72,8 @@ DISTRIBUTIONS = {"toolcrib": ("toolcrib", "pydantic"), "openai_agents": ("openai
 PATHS = {
     "toolcrib": "run: Runner.aask (single-call mode, the default: model, Gate, final ask), FunctionModel; "
                 "call: Gate.run (allowlist, offer, strict validation, grounding, authorization, timeout, "
-                "normalization, trace; no READ cache); sync: Runner.ask",
+                "normalization, trace; no READ cache); sync: Runner.ask; read_call_sync_inline: the def tool "
+                "declared inline=True",
     "openai_agents": "run: Runner.run, custom Model, tracing disabled; call: a ToolContext and "
                      "FunctionTool.on_invoke_tool(ctx, json); sync: Runner.run_sync",
     "pydantic_ai": "run: Agent.run, FunctionModel; call: the step's ToolManager.handle_call(ToolCallPart) "
@@ -221,6 +227,7 @@ def _toolcrib(w: Worker) -> None:
     options: dict[str, Any] = {"identifiers": ["part_number"], "cache_ttl_s": 0}
     async_tool = tool(name="lookup_part", **options)(lookup_part)
     sync_tool = tool(name="lookup_part", **options)(lookup_part_sync)
+    inline_tool = tool(name="lookup_part", inline=True, **options)(lookup_part_sync)
     policy = GroupPolicy({"support": ["lookup_part"]})
     principal = Principal("alice", groups=frozenset({"support"}))
     call = ToolCall(id="call_1", name="lookup_part", arguments={"part_number": PART})
@@ -261,6 +268,7 @@ def _toolcrib(w: Worker) -> None:
                                                                     check_answer))
         await w.afigure("read_call_async", gate_call(async_tool))
         await w.afigure("read_call_sync", gate_call(sync_tool))
+        await w.afigure(INLINE, gate_call(inline_tool))
     asyncio.run(measure_async())
     w.figure("sync_api_overhead", lambda: _sync_minus_async(
         Measure(w.runs).runs(lambda: runner.ask(QUESTION, principal), check_answer), w.figures["agent_run"]))
@@ -672,6 +680,11 @@ def _cell(figure: dict[str, Any] | None, ratio: float | None) -> str:
     return text + (f" (x{ratio:.2f})" if ratio is not None else "")
 
 
+def _inline_ratios(results: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    inline = results["toolcrib"]["figures"].get(INLINE)
+    return {peer: _ratio(inline, results[peer]["figures"]["read_call_sync"]) for peer in PEERS}
+
+
 def print_pass(index: int, results: dict[str, dict[str, Any]], ratios: dict[str, dict[str, float | None]]) -> None:
     names = list(FRAMEWORKS)
     width = 22
@@ -681,6 +694,11 @@ def print_pass(index: int, results: dict[str, dict[str, Any]], ratios: dict[str,
         cells = [_cell(results[n]["figures"][figure], None if n == "toolcrib" else ratios[figure].get(n))
                  for n in names]
         print(figure.ljust(20) + "".join(c.rjust(width) for c in cells))
+    inline = results["toolcrib"]["figures"].get(INLINE)
+    if inline:
+        against = ", ".join(f"x{r:.2f} {peer}" for peer, r in _inline_ratios(results).items() if r is not None)
+        print(f"{INLINE} (toolcrib only: the def tool declared inline=True, no thread hop): {inline['p50_us']:,.1f} "
+              f"us; over each peer's read_call_sync: {against}")
     loads = " ".join(f"{n}={results[n]['loadavg']}" for n in names if results[n].get("loadavg"))
     print(f"load average (1/5/15 min) at each worker's start: {loads}")
     for n in names:
@@ -708,6 +726,8 @@ def drive(args: argparse.Namespace) -> None:
         passes.append({"order": order, "figures": {f: {n: results[n]["figures"][f] for n in FRAMEWORKS}
                                                    for f in FIGURES},
                        "toolcrib_over_peer_p50": ratios,
+                       "toolcrib_extra": {INLINE: results["toolcrib"]["figures"].get(INLINE),
+                                          "over_peer_read_call_sync_p50": _inline_ratios(results)},
                        "not_measured": {n: results[n]["reasons"] for n in FRAMEWORKS if results[n]["reasons"]},
                        "loadavg": {n: results[n]["loadavg"] for n in FRAMEWORKS},
                        "seconds": {n: results[n].get("seconds") for n in FRAMEWORKS}})

@@ -6,13 +6,30 @@ records leaves a valid shorter chain: publish ``head()`` elsewhere and pass it t
 catch that too. The database refuses UPDATE and DELETE (triggers), and appends are serialised
 (SQLite ``BEGIN IMMEDIATE``; PostgreSQL an exclusive table lock) so the chain stays in order
 across processes, and a process killed mid-append leaves no half record.
+
+Durability. ``append`` returns once its record is committed (SQLite: WAL, ``synchronous=FULL``, so
+fsync'd): every proposal, decision, approval, execution of a WRITE/ACTUATE call and refusal is on disk
+before the caller goes on. ``append_deferred`` is for the one record written on every READ call (the
+gate's ``executed`` record of a READ): it queues the record and returns at once (no seq yet); a
+background writer commits whatever is queued in one transaction (a group commit: one fsync for many
+READ calls). A deferred record is **acknowledged** when the commit holding it has returned: after
+``flush()`` returns, after any later ``append`` (which writes every queued record before its own, in
+the order queued, in its transaction), or after ``records()``/``head()``/``close()`` (which flush
+first). A process killed before that may lose deferred records it had not acknowledged, never one it
+had, and never a synchronous one; the chain stays whole either way (a batch is one transaction).
+Stores without a writer (PostgreSQL, or SQLite with ``group_reads=False``) write deferred records
+synchronously.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
+import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -101,6 +118,25 @@ class AuditStore(ABC):
     ) -> AuditRecord:
         """Add one record at the end of the chain and return it."""
 
+    def append_deferred(
+        self,
+        event: str,
+        *,
+        actor: str,
+        decided_by: str,
+        tool: str = "",
+        proposal_id: str = "",
+        trace_id: str = "",
+        detail: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Queue a record that may be committed with others, shortly (a READ call's); acknowledged only
+        once committed (see the module docstring). Default: ``append``, synchronously."""
+        self.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
+                    trace_id=trace_id, detail=detail)
+
+    def flush(self) -> None:
+        """Return once every record deferred before this call is committed. Default: nothing queued."""
+
     @abstractmethod
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         """Records in chain order, from ``after_seq + 1``."""
@@ -149,6 +185,8 @@ class AuditStore(ABC):
 
 
 _FIELDS = ", ".join(f.name for f in fields(AuditRecord))  # the columns, in the record's order
+# timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail as canonical JSON
+_Entry = tuple[float, str, str, str, str, str, str, str]
 
 
 def _record(row: Sequence[Any]) -> AuditRecord:
@@ -183,21 +221,35 @@ class _SQLAuditStore(AuditStore):
         trace_id: str = "",
         detail: Mapping[str, Any] | None = None,
     ) -> AuditRecord:
+        entry = self._entry(event, actor, decided_by, tool, proposal_id, trace_id, detail)
+        with self._tx() as cur:
+            return self._write(cur, [entry])[-1]
+
+    def _entry(self, event: str, actor: str, decided_by: str, tool: str, proposal_id: str, trace_id: str,
+               detail: Mapping[str, Any] | None) -> _Entry:
+        """A record's fields but its place in the chain, stamped now."""
         if event not in EVENTS:
             raise ValueError(f"unknown audit event {event!r}; expected one of {sorted(EVENTS)}")
-        detail_json = canonical_json(dict(detail or {}))
-        with self._tx() as cur:
-            cur.execute("SELECT seq, hash FROM toolcrib_audit ORDER BY seq DESC LIMIT 1")
-            last = cur.fetchone()
-            seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
-            record = AuditRecord(seq, self._clock(), event, actor, decided_by, tool, proposal_id,
+        return (self._clock(), event, actor, decided_by, tool, proposal_id, trace_id,
+                canonical_json(dict(detail or {})))
+
+    def _write(self, cur: Any, entries: Sequence[_Entry]) -> list[AuditRecord]:
+        """Chain ``entries`` after the newest record, in order, in the caller's write transaction."""
+        cur.execute("SELECT seq, hash FROM toolcrib_audit ORDER BY seq DESC LIMIT 1")
+        last = cur.fetchone()
+        seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+        written = []
+        for timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail_json in entries:
+            record = AuditRecord(seq, timestamp, event, actor, decided_by, tool, proposal_id,
                                  trace_id, json.loads(detail_json), prev)
             record = AuditRecord(**{**record.body(), "hash": record.computed_hash()})
             cur.execute(self._sql(f"INSERT INTO toolcrib_audit ({_FIELDS}) VALUES"
                                   " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
                         (record.seq, record.timestamp, event, actor, decided_by, tool, proposal_id,
                          trace_id, detail_json, prev, record.hash))
-        return record
+            written.append(record)
+            seq, prev = seq + 1, record.hash
+        return written
 
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         while True:
@@ -234,13 +286,157 @@ _SQLITE_SCHEMA = [
 
 
 class SQLiteAuditStore(_SQLAuditStore):
-    """The audit record in a SQLite file (WAL, synchronous=FULL): durable once ``append`` returns."""
+    """The audit record in a SQLite file (WAL, synchronous=FULL): durable once ``append`` returns;
+    ``append_deferred`` records are group-committed by a background writer (``group_reads=False``:
+    written synchronously instead). See the module docstring for when a deferred record is acknowledged."""
 
-    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time,
+                 group_reads: bool = True) -> None:
         super().__init__(clock)
         self.path = os.fspath(path)
         self._db = SQLiteConnection(self.path)
         self._db.migrate(_SQLITE_SCHEMA)
+        self.group_reads = group_reads
+        self._queue: list[_Entry] = []
+        self._queued = 0  # deferred records ever queued in this process, and of those, committed
+        self._committed = 0
+        self._changed = threading.Condition()  # guards the queue and the counts
+        self._commit = threading.Lock()  # held from taking queued records until they are committed
+        self._failure: BaseException | None = None
+        self._writer: threading.Thread | None = None
+        self._pid = os.getpid()
+        self._closed = False
+
+    def append(self, event: str, *, actor: str, decided_by: str, tool: str = "", proposal_id: str = "",
+               trace_id: str = "", detail: Mapping[str, Any] | None = None) -> AuditRecord:
+        entry = self._entry(event, actor, decided_by, tool, proposal_id, trace_id, detail)
+        with self._commit:  # the records deferred before this one go first, in its transaction
+            taken = self._take()
+            try:
+                with self._tx() as cur:
+                    written = self._write(cur, [*taken, entry])
+            except BaseException:
+                self._give_back(taken)
+                raise
+            self._done(len(taken))
+        return written[-1]
+
+    def append_deferred(self, event: str, *, actor: str, decided_by: str, tool: str = "",
+                        proposal_id: str = "", trace_id: str = "",
+                        detail: Mapping[str, Any] | None = None) -> None:
+        if not self.group_reads or self._closed:
+            self.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
+                        trace_id=trace_id, detail=detail)
+            return
+        entry = self._entry(event, actor, decided_by, tool, proposal_id, trace_id, detail)
+        with self._changed:
+            self._forked()
+            self._queue.append(entry)
+            self._queued += 1
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_queued, name="toolcrib-audit", daemon=True)
+                self._writer.start()
+                _FLUSH_AT_EXIT.add(self)
+            self._changed.notify_all()
+
+    def flush(self) -> None:
+        with self._changed:
+            self._forked()
+            target = self._queued
+            while self._committed < target:
+                if self._failure is not None:
+                    raise self._failure
+                self._changed.wait(0.5)
+
+    def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
+        self.flush()
+        return super().records(after_seq=after_seq)
+
+    def head(self) -> tuple[int, str]:
+        self.flush()
+        return super().head()
+
+    def close(self) -> None:
+        with self._changed:
+            if self._closed:
+                return
+            self._closed = True
+            self._changed.notify_all()
+        writer = self._writer
+        if writer is not None and self._pid == os.getpid():
+            writer.join()
+        if self._queue and self._pid == os.getpid():  # the writer stopped on a failure: one last try
+            with self._commit:
+                taken = self._take()
+                with self._tx() as cur:
+                    self._write(cur, taken)
+                self._done(len(taken))
+        _FLUSH_AT_EXIT.discard(self)
+        super().close()
+
+    # -- the writer -------------------------------------------------------------------------------
+
+    def _forked(self) -> None:
+        """In a forked child, the parent's queue is the parent's to write, and its writer is not here."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._queue, self._queued, self._committed = [], 0, 0
+            self._writer, self._failure = None, None
+            self._changed = threading.Condition()
+            self._commit = threading.Lock()
+
+    def _take(self) -> list[_Entry]:
+        with self._changed:
+            taken, self._queue = self._queue, []
+        return taken
+
+    def _give_back(self, taken: list[_Entry]) -> None:
+        with self._changed:
+            self._queue[:0] = taken
+
+    def _done(self, count: int) -> None:
+        with self._changed:
+            self._committed += count
+            self._failure = None
+            self._changed.notify_all()
+
+    def _write_queued(self) -> None:
+        """Commit whatever is queued, one transaction at a time; records queued while one commits go
+        in the next (no timer: under load a batch grows by itself, idle it is one record)."""
+        while True:
+            with self._changed:
+                while not self._queue and not self._closed:
+                    self._changed.wait()
+                if not self._queue:
+                    return
+            with self._commit:
+                taken = self._take()
+                if not taken:
+                    continue
+                try:
+                    with self._tx() as cur:
+                        self._write(cur, taken)
+                except Exception as exc:  # the records stay queued; flush() reports why they are not written
+                    self._give_back(taken)
+                    with self._changed:
+                        self._failure = exc
+                        self._changed.notify_all()
+                        if self._closed:
+                            return
+                    time.sleep(0.05)
+                    continue
+            self._done(len(taken))
+
+
+# Stores with a writer, flushed at interpreter exit (a daemon thread would otherwise be cut off).
+_FLUSH_AT_EXIT: weakref.WeakSet[SQLiteAuditStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for store in list(_FLUSH_AT_EXIT):
+        with contextlib.suppress(Exception):  # nothing to report to at exit; they were not acknowledged
+            store.flush()
 
 
 _POSTGRES_SCHEMA = [

@@ -7,9 +7,10 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+import types
+from collections.abc import Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from toolcrib.errors import (
     ApprovalRequired,
@@ -32,7 +33,7 @@ from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.registry import Offer, Registry
-from toolcrib.tools.result import CallOutcome, Status, error_payload, ok_payload
+from toolcrib.tools.result import CallOutcome, Status, encoded_ok_payload, error_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.trace.events import DecidedBy, EventKind
 from toolcrib.trace.tracer import Tracer
@@ -72,6 +73,7 @@ class _Result:
     payload: dict[str, Any]
     data: Any
     flags: list[str]
+    text: str | None = None  # ``data`` as JSON, when it was encoded whole (not cut)
 
 
 @dataclass
@@ -134,7 +136,7 @@ class Gate:
             raise NotPermitted(f"{tool.name} is not available to you")
         if call.parse_error:
             raise InvalidArguments(f"{tool.name}: {call.parse_error}")
-        values = tool.validate(call.arguments, cctx.tool_context())
+        values = tool.validate(call.arguments, cctx.tool_context() if tool.check is not None else None)
         for name in tool.identifiers:
             value = values.get(name)
             if value not in (None, "") and not cctx.grounding.contains(value):
@@ -365,11 +367,13 @@ class Gate:
         return outcome
 
     async def _invoke(self, tool: Tool, values: dict[str, Any], cctx: CallContext) -> Any:
-        kwargs = tool.bind(values, cctx.tool_context())
+        kwargs = values if tool.context_param is None else tool.bind(values, cctx.tool_context())
         try:
+            if tool.is_async:
+                return await _within(tool.fn(**kwargs), tool.timeout_s)
+            if tool.inline:  # declared short and non-blocking: no thread hop, and nothing to interrupt
+                return tool.fn(**kwargs)
             async with asyncio.timeout(tool.timeout_s):
-                if tool.is_async:
-                    return await tool.fn(**kwargs)
                 return await asyncio.to_thread(tool.fn, **kwargs)
         except TimeoutError:
             raise ToolTimeout(f"{tool.name} did not answer within {tool.timeout_s:g}s") from None
@@ -383,12 +387,12 @@ class Gate:
 
     def _prepare(self, tool: Tool, value: Any) -> _Result:
         """Normalize and cap the value, and quarantine what the scanner flags in what the model is shown."""
-        payload = ok_payload(tool.name, value, tool.max_result_chars or self.settings.max_result_chars)
+        payload, text = encoded_ok_payload(tool.name, value, tool.max_result_chars or self.settings.max_result_chars)
         data = payload["data"]
         if self.scanner is None:
-            return _Result(payload, data, [])
+            return _Result(payload, data, [], text)
         payload["data"], found = quarantine_values(data, self.scanner)
-        return _Result(payload, data, [f"{f.kind}: {f.excerpt}" for f in found])
+        return _Result(payload, data, [f"{f.kind}: {f.excerpt}" for f in found], text)
 
     def _ok(self, call: ToolCall, tool: Tool, result: _Result, cctx: CallContext, start: float, *,
             cached: bool = False, proposal_id: str | None = None) -> CallOutcome:
@@ -403,13 +407,17 @@ class Gate:
                                decided_by="human" if proposal_id else "code", tool=tool.name, call_id=call.id,
                                effect=tool.effect.value, arguments=arguments, status="ok", proposal_id=proposal_id,
                                ms=(time.perf_counter() - start) * 1000, detail={"truncated": payload["truncated"]})
-            if tool.effect is Effect.READ:
-                self._audit("executed", actor=cctx.principal.user_id, decided_by="code", tool=tool.name,
-                            cctx=cctx, detail={"arguments": arguments})
+            if tool.effect is Effect.READ and self.audit is not None:
+                # one record per READ call: group-committed (acknowledged once its batch commits, and
+                # before any later proposal, approval or execution record: see policy/audit.py)
+                self.audit.append_deferred("executed", actor=cctx.principal.user_id, decided_by="code",
+                                           tool=tool.name, trace_id=cctx.tracer.trace_id,
+                                           detail={"arguments": arguments})
         # only untrusted content needs vouching for; a search over many documents is not the user
         # pointing at one of them
         asked = not tool.trusted and tool.result_sources is None and self._asked_by_user(call, tool, cctx)
-        for source, text in tool.sources(result.data):  # a flagged result is not trusted, whoever wrote it
+        # a flagged result is not trusted, whoever wrote it
+        for source, text in tool.sources(result.data, encoded=result.text):
             if flags:
                 source = Source(source.kind, source.name, trusted=False)
             elif asked and not source.trusted:
@@ -453,3 +461,43 @@ class Gate:
         if self.audit is not None:
             self.audit.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
                               trace_id=cctx.tracer.trace_id, detail=detail)
+
+
+_T = TypeVar("_T")
+
+
+async def _within(coro: Coroutine[Any, Any, _T], timeout_s: float) -> _T:
+    """``await coro`` bounded by ``timeout_s``, exactly as under ``asyncio.timeout``, without arming a
+    timer for a coroutine that returns before it first suspends (an in-memory lookup): a timeout can
+    only interrupt a coroutine where it suspends, so such a call could never have been interrupted.
+    The deadline is taken before the first step, so a first step that overran it is cancelled at its
+    first suspension, as ``asyncio.timeout`` would."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    try:
+        yielded = coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    async with asyncio.timeout_at(deadline):
+        return await _resume(coro, yielded)
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, _T], yielded: Any) -> Generator[Any, Any, _T]:
+    """The rest of ``coro``, after a first step that yielded ``yielded``: what ``await`` does (PEP 380),
+    picked up where ``_within`` left it, in the same task."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # a cancellation, thrown in by the task: the coroutine handles it
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]

@@ -109,14 +109,18 @@ class Grounding:
     def __init__(self, *texts: str) -> None:
         self._texts: list[tuple[Source, str, str]] = []  # source, text, normalized text
         self._seen: set[tuple[Source, str]] = set()
+        self._added: set[tuple[Source, str]] = set()  # the texts as given: the same result again is one lookup
         self._blob = ""  # every normalized text: one fast substring test rules most values out
         for t in texts:
             self.add(t)
 
     def add(self, text: str, source: Source = USER_REQUEST) -> None:
+        if (source, text) in self._added:
+            return
         norm = _norm(text)
         if (source, norm) in self._seen:  # the same text from the same source again tells nothing new
             return
+        self._added.add((source, text))
         self._seen.add((source, norm))
         self._texts.append((source, text, norm))
         self._blob += "\n" + norm
@@ -146,7 +150,14 @@ class Grounding:
         return found
 
     def contains(self, value: Any) -> bool:
-        return bool(self.sources_of(value))
+        """``bool(sources_of(value))``, without collecting the sources: every scalar item of ``value``
+        is found as a whole value in the texts seen. The texts are joined by newlines in one string, and
+        a spelling (normalized: it holds no newline) is whole there exactly where it is whole in a text."""
+        blob = self._blob
+        if type(value) is str:  # the common identifier: one scalar, one spelling
+            return value != "" and _whole(_norm(value), blob)
+        items = list(_scalars(value))
+        return bool(items) and all(any(_whole(w, blob) for w in _spellings(item)) for item in items)
 
     @property
     def read_untrusted(self) -> bool:

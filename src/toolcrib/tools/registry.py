@@ -61,9 +61,13 @@ class Offer:
 
     tools: tuple[Tool, ...]
     withheld: Mapping[str, str] = field(default_factory=dict)
+    _names: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_names", frozenset(t.name for t in self.tools))  # the gate asks every call
 
     def __contains__(self, name: object) -> bool:
-        return any(t.name == name for t in self.tools)
+        return name in self._names
 
     @property
     def names(self) -> list[str]:

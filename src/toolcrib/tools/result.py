@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -14,15 +15,34 @@ Status = Literal["ok", "error", "refused", "approval_required", "dropped", "outc
 TRUNCATION_MARKER = "…[truncated: result exceeded {limit} characters]"
 
 
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        return json.loads(json.dumps(value, default=str))
-
-
 _UNICODE = json.JSONEncoder(ensure_ascii=False)  # built once: json.dumps with options builds one per call
+
+
+class _Encoders(threading.local):
+    """``JSONEncoder.encode`` builds its C encoder on every call (half its cost for a small result); this
+    thread's C encoder, built once, with its own circular-reference markers, gives the same text."""
+
+    encode: Callable[[Any, int], Any] | None = None
+
+
+_ENCODERS = _Encoders()
+_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _unicode(value: Any) -> str:
+    """``_UNICODE.encode(value)``: JSON with ``ensure_ascii=False``; raises as it does."""
+    if _C_ENCODER is None:
+        return _UNICODE.encode(value)
+    encode = _ENCODERS.encode
+    if encode is None:
+        encode = _ENCODERS.encode = _C_ENCODER({}, _UNICODE.default, json.encoder.encode_basestring, None,
+                                                _UNICODE.key_separator, _UNICODE.item_separator, False, False,
+                                                True)
+    try:
+        return "".join(encode(value, 0))
+    except BaseException:
+        _ENCODERS.encode = None  # a failed encode may leave markers behind: the next one starts afresh
+        raise
 
 
 def _size(value: Any) -> int:
@@ -68,15 +88,26 @@ def _shrink(data: Any, max_chars: int) -> Any:
 
 def ok_payload(tool: str, value: Any, max_chars: int) -> dict[str, Any]:
     """``{"ok": true, "tool", "data", "truncated"}``, with data cut to ``max_chars`` visibly."""
-    data = _jsonable(value)
-    if _size(data) <= max_chars:
-        return {"ok": True, "tool": tool, "data": data, "truncated": False}
+    return encoded_ok_payload(tool, value, max_chars)[0]
+
+
+def encoded_ok_payload(tool: str, value: Any, max_chars: int) -> tuple[dict[str, Any], str | None]:
+    """``ok_payload`` and, when the data was not cut, its JSON text (``ensure_ascii=False``): the one
+    encode that checks the size serves everyone who needs the text (the result's sources)."""
+    try:
+        text = _unicode(value)  # fails where json.dumps would: the value is not JSON as it is
+        data = value
+    except (TypeError, ValueError):
+        data = json.loads(json.dumps(value, default=str))
+        text = _unicode(data)
+    if len(text) <= max_chars:
+        return {"ok": True, "tool": tool, "data": data, "truncated": False}, text
     if isinstance(data, (dict, list)):
         data = json.loads(json.dumps(data))  # a private copy to cut
-        return {"ok": True, "tool": tool, "data": _shrink(data, max_chars), "truncated": True}
+        return {"ok": True, "tool": tool, "data": _shrink(data, max_chars), "truncated": True}, None
     text = json.dumps(data, ensure_ascii=False) if not isinstance(data, str) else data
     return {"ok": True, "tool": tool, "data": text[:max_chars] + TRUNCATION_MARKER.format(limit=max_chars),
-            "truncated": True}
+            "truncated": True}, None
 
 
 def error_payload(error: ModelFacingError) -> dict[str, Any]:

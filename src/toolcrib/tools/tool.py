@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -123,11 +124,16 @@ class ToolOptions(TypedDict, total=False):
     egress: Sequence[str]
     intent: Sequence[str]
     untrusted_fields: Sequence[str]
+    inline: bool
 
 
 @dataclass(frozen=True)
 class Tool:
-    """A callable the model may propose, with the facts the gate needs to decide about it."""
+    """A callable the model may propose, with the facts the gate needs to decide about it.
+
+    A plain ``def`` tool runs in a worker thread, bounded by ``timeout_s``; declared ``inline=True``
+    it runs on the event loop, with no thread hop, and cannot be interrupted (see ``inline``).
+    """
 
     name: str
     description: str
@@ -159,6 +165,15 @@ class Tool:
     # the fields of a structured result that hold content others wrote (a message's body, a
     # transaction's subject); when given, the rest of the result is the system's own record (trusted)
     untrusted_fields: tuple[str, ...] = ()
+    # a plain ``def`` tool that returns at once (a dict lookup, arithmetic): run on the event loop
+    # itself instead of in a worker thread (~30-100 us per call). Nothing can interrupt a function
+    # running on the loop, so ``timeout_s`` does not bound it, and the loop, with every other run
+    # on it, waits for it: declare only short, pure, non-blocking functions inline (no I/O, no locks).
+    inline: bool = False
+    # derived (not constructor arguments): whether the arguments may be validated as Python objects
+    # with the same results as validating their JSON text (see ``_validates_as_python``)
+    _python_args: bool = field(default=False, init=False, repr=False, compare=False)
+    _source: Source = field(default=Source("tool"), init=False, repr=False, compare=False)  # of a whole result
 
     def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
@@ -172,16 +187,17 @@ class Tool:
         words = [w for w in _name_words(self.name)[1:] if len(w) > 3 and w not in _GENERIC]
         return bool(stems(" ".join(words)) & stems(request))
 
-    def sources(self, data: Any) -> list[tuple[Source, str]]:
-        """The texts of one result of this tool, each with where it came from."""
+    def sources(self, data: Any, *, encoded: str | None = None) -> list[tuple[Source, str]]:
+        """The texts of one result of this tool, each with where it came from. ``encoded``: ``data``
+        as JSON (``ensure_ascii=False``), when the caller has it already."""
         if self.result_sources is not None:
             return self.result_sources(data)
         if self.untrusted_fields and isinstance(data, (dict, list)):
             record, others = _split_fields(data, frozenset(self.untrusted_fields))
             return [(Source("tool", self.name, trusted), "\n".join(texts))
                     for trusted, texts in ((True, record), (False, others)) if texts]
-        text = data if isinstance(data, str) else _TEXT.encode(data)
-        return [(Source("tool", self.name, self.trusted), text)]
+        text = data if isinstance(data, str) else encoded if encoded is not None else _TEXT.encode(data)
+        return [(self._source, text)]
 
     def __post_init__(self) -> None:
         if not _TOOL_NAME.fullmatch(self.name):
@@ -193,18 +209,31 @@ class Tool:
             if undeclared:
                 raise ConfigError(f"tool '{self.name}': {option} {undeclared} are not among its parameters",
                                   key="tools")
+        if self.inline and self.is_async:
+            raise ConfigError(f"tool '{self.name}': inline is for a plain def tool; an async def tool already "
+                              "runs on the event loop", key="tools")
+        object.__setattr__(self, "_source", Source("tool", self.name, self.trusted))
+        object.__setattr__(self, "_python_args", not isinstance(self.args_model, SchemaValidator)
+                           and _validates_as_python(self.parameters))
 
     def validate(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
         """Strict validation of the arguments as JSON (an Enum parameter takes its value, "rw"), then the
         tool's domain check. Raises InvalidArguments."""
-        try:
-            text = _ARGUMENTS.encode(dict(arguments))
-        except (TypeError, ValueError):
-            raise InvalidArguments(f"{self.name}: the arguments must be JSON values with finite numbers") from None
         model = self.args_model
         try:
-            values: dict[str, Any] = (model.validate_json(text) if isinstance(model, SchemaValidator)
-                                      else model.model_validate_json(text).model_dump())
+            if self._python_args and _plain_scalars(arguments):
+                # the JSON text would parse back to these very values, and every parameter is a plain
+                # scalar, which validates alike from Python and from JSON: skip the round trip
+                assert not isinstance(model, SchemaValidator)
+                values: dict[str, Any] = _dump(model, model.__pydantic_validator__.validate_python(arguments))
+            else:
+                try:
+                    text = _ARGUMENTS.encode(dict(arguments))
+                except (TypeError, ValueError):
+                    raise InvalidArguments(
+                        f"{self.name}: the arguments must be JSON values with finite numbers") from None
+                values = (model.validate_json(text) if isinstance(model, SchemaValidator)
+                          else _dump(model, model.__pydantic_validator__.validate_json(text)))
         except ValidationError as exc:
             raise InvalidArguments(f"{self.name}: {_describe(exc)}") from None
         if self.check is not None and ctx is not None:
@@ -223,6 +252,58 @@ class Tool:
         if self.context_param is None:
             return values
         return {**values, self.context_param: ctx}
+
+
+# Parameter schemas whose values validate alike as Python objects and as JSON text: a plain scalar
+# (optionally nullable), a string enum (Literal), with only these keywords. Anything else (an Enum
+# class, a date, bytes, a tuple, a nested model) parses differently from JSON and keeps the round trip.
+_SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
+_SCALAR_KEYWORDS = frozenset({"type", "title", "description", "default", "minLength", "maxLength", "pattern",
+                              "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum"})
+
+
+def _scalar_schema(schema: Any) -> bool:
+    if not isinstance(schema, dict) or schema.get("type") not in _SCALAR_TYPES or not schema.keys() <= _SCALAR_KEYWORDS:
+        return False
+    return all(isinstance(v, str) for v in schema.get("enum", ()))
+
+
+def _validates_as_python(parameters: Mapping[str, Any]) -> bool:
+    """Whether every parameter is a plain scalar: ``_scalar_schema``, or that or null (``str | None``)."""
+    for schema in parameters.get("properties", {}).values():
+        if not isinstance(schema, dict):
+            return False
+        if "anyOf" in schema:
+            options = schema["anyOf"]
+            if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options
+                    and all(_scalar_schema(o) for o in options)
+                    and schema.keys() <= {"anyOf", "title", "description", "default"}):
+                return False
+        elif not _scalar_schema(schema):
+            return False
+    return True
+
+
+_PLAIN = (str, int, bool, type(None))
+
+
+def _plain_scalars(arguments: Mapping[str, Any]) -> bool:
+    """Every key a ``str`` and every value an exact ``str``, ``int``, ``bool``, ``None`` or finite
+    ``float``: values a JSON encode and parse would give back unchanged."""
+    if type(arguments) is not dict:
+        return False
+    for key, value in arguments.items():
+        kind = type(value)
+        if type(key) is not str or (kind not in _PLAIN and not (kind is float and math.isfinite(value))):
+            return False
+    return True
+
+
+def _dump(model: type[BaseModel], validated: Any) -> dict[str, Any]:
+    """``model.model_validate(...).model_dump()``, calling pydantic-core directly with the same
+    (default) options: the model methods' keyword handling costs more than the validation."""
+    values: dict[str, Any] = model.__pydantic_serializer__.to_python(validated)
+    return values
 
 
 def _describe(exc: ValidationError) -> str:
@@ -354,6 +435,7 @@ def assemble_tool(
         egress=tuple(options.get("egress", ())),
         intent=tuple(options.get("intent", ())),
         untrusted_fields=tuple(options.get("untrusted_fields", ())),
+        inline=options.get("inline", False),
     )
 
 

@@ -13,6 +13,7 @@ the record (``TraceFormatError``) instead of misreading it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -55,8 +56,19 @@ class EventKind(StrEnum):
     # detail: {"text", "flags"} and, when paused, {"proposals": [{"proposal_id", "tool", "call_id"}]}
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+_SECOND: tuple[int, str] = (0, "")  # the last whole second formatted, and its text
+
+
+def timestamp() -> str:
+    """``datetime.now(UTC).isoformat(timespec="milliseconds")``, formatting each second once: every
+    event is stamped, and most fall in the same second as the one before."""
+    global _SECOND
+    now = time.time()
+    second = int(now)
+    cached = _SECOND
+    if cached[0] != second:
+        cached = _SECOND = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{cached[1]}.{int((now - second) * 1000):03d}+00:00"
 
 
 @dataclass
@@ -69,7 +81,7 @@ class Event:
     trace_id: str = ""
     run_id: str = ""
     step: int = 0
-    at: str = field(default_factory=_now)
+    at: str = field(default_factory=timestamp)
     ms: float = 0.0
     tool: str | None = None
     call_id: str | None = None

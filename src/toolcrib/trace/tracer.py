@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolcrib.errors import TraceFormatError
-from toolcrib.trace.events import DecidedBy, Event, EventKind
+from toolcrib.trace.events import DecidedBy, Event, EventKind, timestamp
 
 # Keys whose values never reach a trace; values that look like bearer tokens or API keys neither.
 _SECRET_KEYS = re.compile(r"(pass(word)?|secret|token|api[_-]?key|authorization|credential)", re.I)
@@ -20,14 +20,32 @@ _SECRET_VALUES = re.compile(r"(sk-[A-Za-z0-9_-]{8,}|Bearer\s+[A-Za-z0-9._-]{8,})
 REDACTED = "[redacted]"
 
 
+# Whether a key looks secret, decided once per key: the keys recorded are a tool's argument names
+# and the events' own detail keys, a small set asked about on every event.
+_SECRET_KEY_SEEN: dict[str, bool] = {}
+
+
+def _secret_key(key: Any) -> bool:
+    if type(key) is not str:
+        return bool(_SECRET_KEYS.search(str(key)))
+    found = _SECRET_KEY_SEEN.get(key)
+    if found is None:
+        found = bool(_SECRET_KEYS.search(key))
+        if len(_SECRET_KEY_SEEN) < 4096:  # bounded: arbitrary keys (a result's) must not grow it forever
+            _SECRET_KEY_SEEN[key] = found
+    return found
+
+
 def redact(value: Any) -> Any:
     """Return ``value`` with secret-looking keys and values replaced by ``[redacted]``."""
     if isinstance(value, dict):
-        return {k: (REDACTED if _SECRET_KEYS.search(str(k)) else redact(v)) for k, v in value.items()}
+        return {k: (REDACTED if _secret_key(k) else redact(v)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v) for v in value]
     if isinstance(value, str):
-        return _SECRET_VALUES.sub(REDACTED, value)
+        # both secret shapes hold one of these literally (the pattern is case-sensitive): most strings
+        # are ruled out by two substring tests, without the regular expression
+        return _SECRET_VALUES.sub(REDACTED, value) if "sk-" in value or "Bearer" in value else value
     return value
 
 
@@ -97,11 +115,10 @@ class Tracer:
     ) -> Event:
         """Record one event; ``title`` is for people, every other field for readers."""
         with self._lock:
-            event = Event(kind=kind, decided_by=decided_by, title=title, trace_id=self.trace_id, run_id=self.run_id,
-                          step=len(self.events) + 1, ms=round(ms, 3), tool=tool, call_id=call_id, effect=effect,
-                          arguments=redact(arguments) if arguments is not None else None, status=status,
-                          error_code=error_code, proposal_id=proposal_id, citations=citations,
-                          tokens_in=tokens_in, tokens_out=tokens_out, detail=redact(detail))
+            # positional, in the fields' order: a 19-keyword call costs more than everything it sets
+            event = Event(kind, decided_by, title, self.trace_id, self.run_id, len(self.events) + 1, timestamp(),
+                          round(ms, 3), tool, call_id, effect, redact(arguments) if arguments is not None else None,
+                          status, error_code, proposal_id, citations, tokens_in, tokens_out, redact(detail))
             self.events.append(event)
             for exporter in self.exporters:
                 exporter.export(event)
