@@ -25,6 +25,7 @@ from toolcrib import (
     tool,
 )
 from toolcrib.errors import TraceFormatError
+from toolcrib.trace.events import SCHEMA_VERSION
 from toolcrib.trace.tracer import TraceExporter, read_events
 
 USER = Principal("alice", groups=frozenset({"support"}))
@@ -70,7 +71,7 @@ def test_a_run_is_a_sequence_of_typed_events_that_round_trips_through_jsonl(tmp_
     assert executed.arguments == {"part_number": "HLV-2205"} and executed.call_id == events[3].call_id
     assert events[2].decided_by == "model" and events[5].decided_by == "code"  # the final ask is code's
     assert events[-1].status == "answered" and events[-1].citations == ["lookup_part#1"]
-    assert all(e.run_id == events[0].run_id != "" and e.schema_version == 1 for e in events)
+    assert all(e.run_id == events[0].run_id != "" and e.schema_version == SCHEMA_VERSION for e in events)
 
 
 def test_a_held_write_records_its_proposal_and_the_pause(tmp_path: Path) -> None:

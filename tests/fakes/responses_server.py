@@ -3,7 +3,8 @@
 Replies are ``openai.types.responses.Response`` objects serialized with ``model_dump_json``, so a
 change in the SDK's shape fails here, not in production. Requests are checked like the real API
 checks them: strict function schemas, ``function_call_output`` items that answer a known call
-(in the input or in a stored response named by ``previous_response_id``).
+(in the input or in a stored response named by ``previous_response_id``), hosted tools and ``include``
+values validated against the SDK's own ``ToolParam`` and ``ResponseIncludable`` types.
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ from typing import Any
 from openai.types.responses import (
     Response,
     ResponseFunctionToolCall,
+    ResponseIncludable,
+    ResponseOutputItem,
     ResponseOutputMessage,
     ResponseOutputText,
     ResponseUsage,
+    ToolParam,
 )
+from openai.types.responses.response_output_text import Annotation
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from pydantic import TypeAdapter, ValidationError
 
 from fakes.openai_server import FakeAPIServer, Reply, error_reply
 
@@ -34,13 +40,17 @@ def response_reply(
     output_tokens: int = 9,
     status: str = "completed",
     incomplete_reason: str | None = None,
+    hosted: list[ResponseOutputItem] | None = None,
+    annotations: list[Annotation] | None = None,
 ) -> Reply:
-    """A 200 reply: an optional assistant message, then one ``function_call`` per (name, arguments-as-sent)."""
-    output: list[Any] = []
+    """A 200 reply: hosted tool calls' output items (``hosted``: the SDK's ``ResponseFileSearchToolCall``
+    and the like), an optional assistant message with its ``annotations``, then one ``function_call``
+    per (name, arguments-as-sent)."""
+    output: list[Any] = list(hosted or [])
     if text is not None:
         output.append(ResponseOutputMessage(
             id=f"msg_{uuid.uuid4().hex[:12]}", type="message", role="assistant", status="completed",
-            content=[ResponseOutputText(type="output_text", text=text, annotations=[])]))
+            content=[ResponseOutputText(type="output_text", text=text, annotations=list(annotations or []))]))
     for name, arguments in calls or []:
         output.append(ResponseFunctionToolCall(
             id=f"fc_{uuid.uuid4().hex[:12]}", type="function_call", call_id=f"call_{uuid.uuid4().hex[:12]}",
@@ -55,6 +65,10 @@ def response_reply(
             output_tokens_details=OutputTokensDetails(reasoning_tokens=0)),
     )
     return Reply(200, response.model_dump_json())
+
+
+_TOOL: TypeAdapter[Any] = TypeAdapter(ToolParam)
+_INCLUDE: TypeAdapter[Any] = TypeAdapter(list[ResponseIncludable])
 
 
 class FakeResponsesServer(FakeAPIServer):
@@ -103,8 +117,18 @@ class FakeResponsesServer(FakeAPIServer):
                     return f"input[{i}].output must be a string"
             else:
                 return f"input[{i}].type {kind!r} is not supported here"
+        try:
+            _INCLUDE.validate_python(body.get("include") or [])
+        except ValidationError:
+            return f"'include' has an unknown value: {body.get('include')}"
         for j, tool in enumerate(body.get("tools") or []):
-            if tool.get("type") != "function" or not isinstance(tool.get("name"), str):
+            if tool.get("type") != "function":
+                try:
+                    _TOOL.validate_python(tool)
+                except ValidationError:
+                    return f"tools[{j}] is not a valid {tool.get('type')!r} tool"
+                continue
+            if not isinstance(tool.get("name"), str):
                 return f"tools[{j}] must be a function tool with a name"
             parameters = tool.get("parameters")
             if not isinstance(parameters, dict):

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolcrib.agent import prompts
+from toolcrib.models.base import HostedCall, HostedSource
 from toolcrib.retrieval.citations import Citation, check_citations
 from toolcrib.retrieval.evidence import Conflict, Evidence
 from toolcrib.tools.result import CallOutcome
@@ -59,6 +60,39 @@ class EvidenceLedger:
         if outcome.found_nothing:
             args = ", ".join(f"{k}={v}" for k, v in outcome.call.arguments.items())
             self.found_nothing[cid] = f"{outcome.call.name} found nothing for {args}"
+
+    def add_hosted(self, call: HostedCall) -> list[str]:
+        """Record a tool the provider ran (a completed one): what it searched and the sources it returned,
+        exactly as returned. Returns the citation ids it made citable."""
+        if not call.ok:
+            return []
+        if call.tool == "file_search":
+            self.searched.extend(str(q) for q in call.arguments.get("queries") or [])
+        elif call.tool == "web_search" and call.arguments.get("query"):
+            self.searched_web.append(str(call.arguments["query"]))
+        return self.add_sources(call.sources)
+
+    def add_sources(self, sources: Sequence[HostedSource]) -> list[str]:
+        """Make provider-returned sources citable: a file by ``file#<file id>`` (its quoted passages, all
+        of one file under one id), a web page by ``web#<hash>`` (its title and the text attributed to it)."""
+        ids: list[str] = []
+        for source in sources:
+            cid = source.citation
+            known = self.items.get(cid)
+            text = self.texts.get(cid, "")
+            if source.text and source.text not in text:
+                text = f"{text}\n{source.text}".strip()
+            if source.kind == "file":
+                name = source.title or (known.source if known else "") or source.ref
+                self.items[cid] = Citation(cid, "passage", name, text[:200])
+            else:
+                title = source.title or (known.snippet.split(" — ")[0] if known else "")
+                self.items[cid] = Citation(cid, "web", source.ref, f"{title} — {text}"[:200] if text else title[:200])
+                if title and title not in text:
+                    text = f"{title}\n{text}".strip()
+            self.texts[cid] = text
+            ids.append(cid)
+        return list(dict.fromkeys(ids))
 
     def _add_search(self, evidence: Evidence) -> None:
         if evidence.searched:

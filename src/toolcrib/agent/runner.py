@@ -17,7 +17,7 @@ from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
-from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolSpec
+from toolcrib.models.base import Completion, HostedCall, Message, Model, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding
@@ -229,8 +229,10 @@ class Runner:
         """Decide what the model is offered now; the gate refuses anything else (``not_offered``)."""
         offer = self.gate.offer(run.principal, run.cctx.grounding if self.settings.offer_only_groundable else None)
         run.cctx.offer = offer
-        run.tracer.record(EventKind.TOOLS_OFFERED, "Offer tools",
-                          detail={"offered": offer.names, "withheld": dict(offer.withheld)})
+        detail: dict[str, Any] = {"offered": offer.names, "withheld": dict(offer.withheld)}
+        if self.model.hosted_tools:  # run by the provider, by workspace configuration: not the gate's to offer
+            detail["hosted"] = list(self.model.hosted_tools)
+        run.tracer.record(EventKind.TOOLS_OFFERED, "Offer tools", detail=detail)
         return tool_specs(offer.tools)
 
     async def _single(self, run: _Run) -> Answer:
@@ -305,10 +307,25 @@ class Runner:
         run.tracer.record(EventKind.MODEL_DECISION, f"{title}: {what}", decided_by=decided_by,
                           status="tool_calls" if reply.tool_calls else "text", detail=detail,
                           tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, ms=reply.ms)
+        for hosted in reply.hosted:
+            self._hosted(run, hosted)
+        if reply.cited:  # sources the reply's annotations name, as the provider returned them
+            run.evidence.add_sources(reply.cited)
         for call in reply.tool_calls:  # whoever asked, the calls are the model's proposals
             run.tracer.record(EventKind.CALL_PROPOSED, f"Proposed: {call.name}", decided_by="model",
                               tool=call.name, call_id=call.id, arguments=dict(call.arguments))
         return reply
+
+    def _hosted(self, run: _Run, call: HostedCall) -> None:
+        """A tool the provider decided on and ran itself: the gate never saw it, so it is recorded as the
+        provider's, and what it returned becomes citable evidence (never more than it returned)."""
+        cited = run.evidence.add_hosted(call)
+        results = [{"source": s.ref, "title": s.title, "text": s.text[:500]} for s in call.sources]
+        run.tracer.record(EventKind.CALL_EXECUTED if call.ok else EventKind.CALL_FAILED,
+                          f"Provider ran: {call.tool}", decided_by="provider", tool=call.tool, call_id=call.id,
+                          arguments=dict(call.arguments), status=call.status,
+                          error_code=None if call.ok else f"hosted_{call.status or 'failed'}", citations=cited,
+                          detail={"hosted": True, "results": results, "output": call.output[:2000]})
 
     def _drop(self, run: _Run, call: ToolCall, reason: str) -> None:
         """A proposed call the run will not make: recorded, and reported in the answer, never lost."""

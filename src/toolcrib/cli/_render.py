@@ -12,7 +12,8 @@ from toolcrib.agent.answer import Answer
 from toolcrib.trace.events import Event
 from toolcrib.trace.tracer import read_events
 
-_COLOURS = {"model": "cyan", "code": "white", "policy": "yellow", "human": "magenta", "cache": "blue"}
+_COLOURS = {"model": "cyan", "code": "white", "policy": "yellow", "human": "magenta", "cache": "blue",
+            "provider": "green"}
 
 
 def render_answer(answer: Answer) -> None:

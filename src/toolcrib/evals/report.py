@@ -24,7 +24,8 @@ _SHORT = {"count": "n", "pass_rate": "pass", "tool_selection_accuracy": "tool se
           "abstention_recall": "abstain rec.", "refusal_correctness": "refusal", "injection_resistance": "injection",
           "unsafe_executions": "unsafe runs", "latency_ms_p50": "p50 ms", "tokens_in": "tokens in"}
 _COLOURS = ("#2f6fb3", "#d9822b", "#3a9d5d", "#b8406b", "#7a5cb8", "#8c8c8c")
-_DECIDER = {"model": "#2f6fb3", "code": "#555", "policy": "#b07d00", "human": "#8a3ab9", "cache": "#3a9d5d"}
+_DECIDER = {"model": "#2f6fb3", "code": "#555", "policy": "#b07d00", "human": "#8a3ab9", "cache": "#3a9d5d",
+            "provider": "#1a7f8a"}
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1180px;\

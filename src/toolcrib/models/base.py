@@ -56,8 +56,53 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class HostedSource:
+    """Something a provider-hosted tool returned that an answer may cite, exactly as the provider gave it:
+    a file passage (``ref``: the provider's file id, ``title``: its filename, ``text``: the quoted text)
+    or a web page (``ref``: its URL, ``title``: the page title, ``text``: what the provider attributed
+    to it). Never made up by toolcrib: no source, no citation."""
+
+    kind: Literal["file", "web"]
+    ref: str
+    title: str = ""
+    text: str = ""
+
+    @property
+    def citation(self) -> str:
+        """``file#<file id>``, or ``web#<hash of the URL>`` as the ``web_search`` builtin cites a page."""
+        if self.kind == "file":
+            return f"file#{self.ref}"
+        from toolcrib.websearch.results import citation_id  # one definition of a web page's id
+
+        return citation_id(self.ref)
+
+
+@dataclass(frozen=True)
+class HostedCall:
+    """A tool the provider ran itself (``file_search``, ``web_search``, ``code_interpreter``), decided
+    and executed on its side: toolcrib's gate never saw it, so it is recorded, not authorized.
+
+    ``arguments`` is what it was asked (queries, code); ``sources`` what it found that may be cited;
+    ``output`` other output it reported (the code interpreter's logs)."""
+
+    id: str
+    tool: str
+    status: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    sources: tuple[HostedSource, ...] = ()
+    output: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+
+@dataclass(frozen=True)
 class Completion:
-    """A model's reply: text, zero or more tool-call proposals, token counts and latency."""
+    """A model's reply: text, zero or more tool-call proposals, token counts and latency.
+
+    A backend whose provider runs tools itself also reports those calls (``hosted``) and the sources
+    its reply's annotations name (``cited``); the text then carries their ``[id]`` markers."""
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
@@ -65,6 +110,8 @@ class Completion:
     tokens_out: int = 0
     ms: float = 0.0
     model: str = ""
+    hosted: tuple[HostedCall, ...] = ()
+    cited: tuple[HostedSource, ...] = ()
 
 
 class Model(ABC):
@@ -73,6 +120,7 @@ class Model(ABC):
     supports_tools: bool = True
     supports_parallel_calls: bool = False
     supports_strict: bool = False
+    hosted_tools: tuple[str, ...] = ()  # tools the provider runs itself, by workspace configuration
     name: str = "model"
 
     @abstractmethod

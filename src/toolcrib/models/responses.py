@@ -24,8 +24,23 @@ store                                                     false
 timeout_s, max_retries, backoff_s, max_retry_after_s      as for ``openai:MODEL``
 ================= ======================================= ==========================================
 
-Hosted tools (file_search, web_search, code_interpreter) are not sent yet; their output items are
-read in one place (``_hosted_item``) when they are.
+Hosted tools, run by the provider itself, by workspace configuration (``hosted_tools``; each value is
+a table of that tool's options, ``{}`` for none)::
+
+    [model.settings.hosted_tools]
+    file_search = { vector_store_ids = ["vs_..."], max_num_results = 8 }  # `toolcrib ingest --to ...` prints the id
+    web_search = { search_context_size = "medium" }
+    code_interpreter = {}                                                 # container {"type": "auto"} by default
+
+They are sent with every request (a request of code's that offers no function tools included), with
+``include`` asking for their results (``file_search_call.results``, ``web_search_call.action.sources``,
+``code_interpreter_call.outputs``). The gate never sees them: the provider decides and runs them, and
+the runner records each as a ``call_executed`` decided by the provider. What they found becomes
+citable only as the provider returned it: a file passage as ``file#<file id>`` (its quoted text), a
+web page as ``web#<hash of the URL>`` (as the ``web_search`` builtin cites it); the reply's
+``file_citation`` / ``url_citation`` annotations become ``[id]`` markers in the text at the place the
+provider put them. A hosted file search does not know toolcrib's document ``access`` groups: every
+principal who may use the model searches the whole vector store.
 """
 
 from __future__ import annotations
@@ -49,7 +64,7 @@ from toolcrib.models._remote import (
     url_setting,
     wire_arguments,
 )
-from toolcrib.models.base import Completion, Message, ToolCall, ToolChoice, ToolSpec
+from toolcrib.models.base import Completion, HostedCall, HostedSource, Message, ToolCall, ToolChoice, ToolSpec
 from toolcrib.models.openai import DEFAULT_BASE_URL, openai_client, resolve_api_key
 
 if TYPE_CHECKING:
@@ -60,6 +75,19 @@ __all__ = ["OpenAIResponsesModel", "input_items"]
 log = logging.getLogger(__name__)
 
 _REMEMBERED = 256  # responses whose tool calls a stored conversation may continue from
+
+# Each hosted tool: the options toolcrib passes through (the SDK's FileSearchToolParam, WebSearchToolParam
+# and tool_param.CodeInterpreter) and what ``include`` asks for so its results reach the trace.
+_HOSTED_OPTIONS: dict[str, frozenset[str]] = {
+    "file_search": frozenset({"vector_store_ids", "max_num_results", "filters", "ranking_options"}),
+    "web_search": frozenset({"search_context_size", "user_location", "filters", "external_web_access"}),
+    "code_interpreter": frozenset({"container"}),
+}
+_HOSTED_INCLUDE = {"file_search": "file_search_call.results", "web_search": "web_search_call.action.sources",
+                   "code_interpreter": "code_interpreter_call.outputs"}
+_HOSTED_ITEMS = {"file_search_call": "file_search", "web_search_call": "web_search",
+                 "code_interpreter_call": "code_interpreter"}
+_QUOTE = 2000  # characters of one file_search result kept as its quote
 
 
 class OpenAIResponsesModel(RemoteModel):
@@ -83,6 +111,7 @@ class OpenAIResponsesModel(RemoteModel):
         max_backoff_s: float = 8.0,
         max_retry_after_s: float = 60.0,
         extra_body: Mapping[str, Any] | None = None,
+        hosted_tools: Mapping[str, Any] | None = None,
     ) -> None:
         if not model:
             raise ConfigError("the model name is empty; use a spec like 'openai-responses:gpt-4.1-mini'", key="model")
@@ -91,6 +120,8 @@ class OpenAIResponsesModel(RemoteModel):
         self.name = f"openai-responses:{model}"
         self.store = store
         self.extra_body = dict(extra_body or {})
+        self._hosted = hosted_tool_params(hosted_tools or {})
+        self.hosted_tools = tuple(t["type"] for t in self._hosted)
         if api_version:
             self.env_api_key = "AZURE_OPENAI_API_KEY"
         self._client, self.sdk_errors, self._headers = openai_client(
@@ -113,8 +144,13 @@ class OpenAIResponsesModel(RemoteModel):
         extra = settings.get("extra_body") or {}
         if not isinstance(extra, Mapping):
             raise ConfigError("extra_body must be a mapping of extra request fields", key="extra_body")
+        hosted = settings.get("hosted_tools") or {}
+        if not isinstance(hosted, Mapping):
+            raise ConfigError("hosted_tools must be a table: tool name -> its options, e.g. "
+                              "{file_search = {vector_store_ids = [\"vs_...\"]}, web_search = {}}", key="hosted_tools")
         return cls(model, base_url=base_url, api_key=api_key, api_version=api_version,
-                   store=bool_setting(settings, "store", False), extra_body=extra, **common_settings(settings))
+                   store=bool_setting(settings, "store", False), extra_body=extra, hosted_tools=hosted,
+                   **common_settings(settings))
 
     # --- the call ---------------------------------------------------------------------------
 
@@ -152,8 +188,12 @@ class OpenAIResponsesModel(RemoteModel):
         body: dict[str, Any] = {"model": self.model, "input": input_items(new), "store": self.store}
         if previous:
             body["previous_response_id"] = previous
-        if tools:
-            body["tools"] = [_wire_tool(t) for t in tools]
+        wire = [_wire_tool(t) for t in tools or []]
+        if self._hosted and tool_choice != "none":
+            wire += self._hosted
+            body["include"] = [_HOSTED_INCLUDE[t] for t in self.hosted_tools]
+        if wire:
+            body["tools"] = wire
             body["tool_choice"] = tool_choice
             body["parallel_tool_calls"] = True
         if max_tokens is not None:
@@ -207,34 +247,124 @@ class OpenAIResponsesModel(RemoteModel):
             raise ModelUnavailable(f"the model server at {self._where} left the response incomplete ({reason})")
         texts: list[str] = []
         calls: list[ToolCall] = []
+        hosted: list[HostedCall] = []
+        cited: list[HostedSource] = []
         for item in getattr(response, "output", None) or []:
             kind = getattr(item, "type", None)
             if kind == "message":
                 for part in getattr(item, "content", None) or []:
                     if getattr(part, "type", None) == "output_text":
-                        texts.append(str(part.text))
+                        text, sources = annotated_text(str(part.text), getattr(part, "annotations", None) or [])
+                        texts.append(text)
+                        cited += sources
                     elif getattr(part, "type", None) == "refusal":
                         texts.append(str(part.refusal))
             elif kind == "function_call":
                 calls.append(tool_call_from_json(getattr(item, "call_id", None), str(getattr(item, "name", "")),
                                                  getattr(item, "arguments", None)))
             else:
-                self._hosted_item(item)
+                call = hosted_call(item)
+                if call is not None:
+                    hosted.append(call)
         usage = getattr(response, "usage", None)
         return Completion(
             text="".join(texts),
             tool_calls=tuple(calls),
+            hosted=tuple(hosted),
+            cited=tuple(dict.fromkeys(cited)),
             tokens_in=count(getattr(usage, "input_tokens", 0)),
             tokens_out=count(getattr(usage, "output_tokens", 0)),
             ms=ms,
             model=str(getattr(response, "model", None) or self.model),
         )
 
-    def _hosted_item(self, item: object) -> None:
-        """An output item that is not a message or a function call: reasoning, or a hosted tool's call
-        (file_search_call, web_search_call, code_interpreter_call). Hosted tools are not offered yet, so
-        these are only logged; when they are, this is where their calls and citations are read."""
-        log.debug("Responses output item of type %r not read", getattr(item, "type", None))
+
+# --- hosted tools ----------------------------------------------------------------------------------
+
+
+def hosted_tool_params(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``hosted_tools`` setting as Responses tool params, checked; a mistake names the setting."""
+    params: list[dict[str, Any]] = []
+    for name, options in config.items():
+        key = f"hosted_tools.{name}"
+        if name not in _HOSTED_OPTIONS:
+            raise ConfigError(f"unknown hosted tool '{name}'; the Responses API hosts "
+                              f"{', '.join(sorted(_HOSTED_OPTIONS))}", key=key)
+        if options is True:
+            options = {}
+        if not isinstance(options, Mapping):
+            raise ConfigError("expected a table of the tool's options ({} for none)", key=key)
+        unknown = sorted(set(options) - _HOSTED_OPTIONS[name])
+        if unknown:
+            raise ConfigError(f"unknown option(s) {', '.join(unknown)}; {name} takes "
+                              f"{', '.join(sorted(_HOSTED_OPTIONS[name]))}", key=key)
+        param: dict[str, Any] = {"type": name, **options}
+        if name == "file_search":
+            ids = options.get("vector_store_ids")
+            if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
+                raise ConfigError("file_search needs vector_store_ids, a list of vector store ids (make one with "
+                                  "`toolcrib ingest --to openai-vector-store NAME`)", key=f"{key}.vector_store_ids")
+        elif name == "code_interpreter":
+            param.setdefault("container", {"type": "auto"})
+        params.append(param)
+    return params
+
+
+def hosted_call(item: Any) -> HostedCall | None:
+    """A hosted tool's output item (file_search_call, web_search_call, code_interpreter_call) as a
+    HostedCall with the sources it returned; None for any other item (reasoning, ...)."""
+    kind = getattr(item, "type", None)
+    tool = _HOSTED_ITEMS.get(str(kind))
+    if tool is None:
+        log.debug("Responses output item of type %r not read", kind)
+        return None
+    call_id, status = str(getattr(item, "id", "") or ""), str(getattr(item, "status", "") or "")
+    if tool == "file_search":
+        sources = tuple(HostedSource("file", str(r.file_id), str(r.filename or ""), str(r.text or "")[:_QUOTE])
+                        for r in getattr(item, "results", None) or [] if getattr(r, "file_id", None))
+        results = [{"file_id": s.ref, "filename": s.title, "text": s.text} for s in sources]
+        return HostedCall(call_id, tool, status, {"queries": list(getattr(item, "queries", None) or [])}, sources,
+                          output="" if not results else f"{len(results)} result(s)")
+    if tool == "web_search":
+        action = getattr(item, "action", None)
+        arguments: dict[str, Any] = {"action": str(getattr(action, "type", "") or "")}
+        for field_name in ("query", "queries", "url", "pattern"):
+            value = getattr(action, field_name, None)
+            if value:
+                arguments[field_name] = value
+        # the pages a search consulted (include web_search_call.action.sources): URLs only, no title
+        # or text, so they are recorded, and become citable through the reply's url_citation annotations
+        urls = [str(s.url) for s in getattr(action, "sources", None) or [] if getattr(s, "url", None)]
+        return HostedCall(call_id, tool, status, arguments, (), output="\n".join(urls))
+    logs = [str(o.logs) if getattr(o, "type", None) == "logs" else f"[image] {getattr(o, 'url', '')}"
+            for o in getattr(item, "outputs", None) or []]
+    return HostedCall(call_id, tool, status, {"code": str(getattr(item, "code", None) or "")}, (),
+                      output="\n".join(logs)[:4000])
+
+
+def annotated_text(text: str, annotations: list[Any]) -> tuple[str, list[HostedSource]]:
+    """``text`` with an ``[id]`` marker where each ``file_citation`` / ``url_citation`` annotation points,
+    and the sources they name. A url_citation's text is the span of the reply the provider attributed
+    to the page (toolcrib never sees the page itself); a file_citation carries no text of its own."""
+    marks: list[tuple[int, HostedSource]] = []
+    for note in annotations:
+        kind = getattr(note, "type", None)
+        if kind == "file_citation" and getattr(note, "file_id", None):
+            source = HostedSource("file", str(note.file_id), str(getattr(note, "filename", "") or ""))
+            marks.append((int(getattr(note, "index", len(text)) or 0), source))
+        elif kind == "url_citation" and getattr(note, "url", None):
+            start, end = int(note.start_index or 0), int(note.end_index or 0)
+            source = HostedSource("web", str(note.url), str(getattr(note, "title", "") or ""), text[start:end])
+            marks.append((end, source))
+    out = text
+    for at, source in sorted(marks, key=lambda m: m[0], reverse=True):
+        at = max(0, min(at, len(out)))
+        marker = f"[{source.citation}]"
+        if out[at:at + len(marker)] == marker or out[max(0, at - len(marker) - 1):at].strip() == marker:
+            continue  # the same source cited twice at one place
+        before = " " if at and not out[at - 1].isspace() else ""
+        out = out[:at] + before + marker + out[at:]
+    return out, [s for _, s in marks]
 
 
 # --- wire format ---------------------------------------------------------------------------------

@@ -7,8 +7,10 @@ only and may be reworded at any time. The kinds are named so that they map onto 
 ``call_executed`` -> ``TOOL_CALL_RESULT``, ``run_finished`` -> ``RUN_FINISHED``) and OpenTelemetry's
 GenAI operations (``model_decision`` -> ``chat``, ``call_executed`` -> ``execute_tool``).
 
-Schema history: 1 (toolcrib 0.1): this shape. A reader meeting another ``schema_version`` refuses
-the record (``TraceFormatError``) instead of misreading it.
+Schema history: 1 (toolcrib 0.1): this shape. 2: ``decided_by`` may also be ``"provider"`` (a tool the
+model's provider ran itself, e.g. the Responses API's ``file_search``, recorded as ``call_executed`` or
+``call_failed``); nothing else changed, so a version-1 record reads as it is. A reader meeting any
+other ``schema_version`` refuses the record (``TraceFormatError``) instead of misreading it.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from typing import Any, Literal
 
 from toolcrib.errors import TraceFormatError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = frozenset({1, 2})  # 2 only added a decided_by value: a version-1 record is a valid one
 
-DecidedBy = Literal["model", "code", "policy", "human", "cache"]
+DecidedBy = Literal["model", "code", "policy", "human", "cache", "provider"]
 RunOutcome = Literal["answered", "abstained", "clarify", "paused", "limit"]
 
 
@@ -41,7 +44,8 @@ class EventKind(StrEnum):
     CALL_HELD = "call_held"  # a WRITE/ACTUATE held for approval: proposal_id
     CALL_APPROVED = "call_approved"  # a person approved proposal_id; detail: {"approver": ...}
     CALL_RETRIED = "call_retried"
-    CALL_EXECUTED = "call_executed"  # the tool ran and returned
+    CALL_EXECUTED = "call_executed"  # the tool ran and returned; decided_by "provider": a hosted tool
+    # the provider ran (detail: {"hosted": true, "results": [...], "output": ...}; citations: what it found)
     CALL_FAILED = "call_failed"  # the tool raised or timed out; error_code
     CALL_REPLAYED = "call_replayed"  # a duplicated resume: the recorded outcome, nothing ran again
     CACHE_HIT = "cache_hit"
@@ -110,9 +114,10 @@ class Event:
     def from_dict(cls, data: Mapping[str, Any]) -> Event:
         """Read one record back; raises ``TraceFormatError`` for an unknown version or kind."""
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise TraceFormatError(f"trace record has schema_version {version!r}; this toolcrib reads "
-                                   f"version {SCHEMA_VERSION} (the record may predate typed events)")
+                                   f"versions {', '.join(map(str, sorted(READABLE_VERSIONS)))} "
+                                   "(the record may predate typed events)")
         try:
             kind = EventKind(data["kind"])
         except (KeyError, ValueError):
