@@ -8,7 +8,7 @@
   const RUN = "toolcrib.run";
   const RUN_POLL_MS = 1500;
   const APPROVALS_POLL_MS = 2000;
-  const BY_LABEL = { model: "model", code: "code", policy: "policy", human: "person", cache: "cache" };
+  const BY_LABEL = { model: "model", code: "code", policy: "policy", human: "person", cache: "cache", provider: "provider" };
   const BY_HELP = {
     model: "decided by the language model",
     code: "decided by toolcrib's code",
