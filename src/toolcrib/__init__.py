@@ -15,7 +15,7 @@ from toolcrib.errors import (
     OperatorError,
     ToolcribError,
 )
-from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolSpec
+from toolcrib.models.base import Completion, HostedCall, HostedSource, Message, Model, ToolCall, ToolSpec
 from toolcrib.models.registry import get_model, register_model
 from toolcrib.models.scripted import FunctionModel, ScriptedModel
 from toolcrib.policy.approvals import ApprovalStore
@@ -68,6 +68,8 @@ __all__ = [
     "Gate",
     "GateSettings",
     "GroupPolicy",
+    "HostedCall",
+    "HostedSource",
     "Identifier",
     "Index",
     "JsonlExporter",
