@@ -177,3 +177,16 @@ def test_a_bad_hosted_tools_setting_names_the_setting(hosted: dict[str, Any], ma
     with pytest.raises(ConfigError, match=match) as caught:
         OpenAIResponsesModel.from_spec("m", {"base_url": "http://127.0.0.1:9", "hosted_tools": hosted})
     assert "hosted_tools" in str(caught.value)
+
+
+def test_the_ag_ui_stream_shows_a_hosted_call_start_to_result(server: FakeResponsesServer) -> None:
+    from toolcrib.trace.agui import to_agui
+
+    text = "Unused parts can be returned within 30 days of delivery."
+    server.queue(response_reply(text, hosted=[_file_search()]))
+    _, events = _ask(server, "How long do I have to return an unused part?",
+                     {"file_search": {"vector_store_ids": ["vs_docs"]}})
+    hosted = next(e for e in events if e.decided_by == "provider")
+    stream = to_agui(hosted)
+    assert [m["type"] for m in stream] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+    assert stream[0]["toolCallName"] == "file_search" and '"decided_by": "provider"' in stream[-1]["content"]

@@ -33,15 +33,16 @@ def to_agui(event: Event) -> list[dict[str, Any]]:
     if kind in (EventKind.RUN_STARTED, EventKind.RUN_RESUMED):
         return [{"type": "RUN_STARTED", **base, **run}]
     if kind is EventKind.CALL_PROPOSED and event.call_id:
-        call = {"toolCallId": event.call_id}
-        return [{"type": "TOOL_CALL_START", **base, **call, "toolCallName": event.tool or ""},
-                {"type": "TOOL_CALL_ARGS", **base, **call, "delta": json.dumps(event.arguments or {})},
-                {"type": "TOOL_CALL_END", **base, **call}]
+        return _call_started(event, base)
     if kind in _RESULTS and event.call_id:
         content = {k: v for k, v in (("kind", kind.value), ("status", event.status), ("error_code", event.error_code),
                                      ("proposal_id", event.proposal_id)) if v}
-        return [{"type": "TOOL_CALL_RESULT", **base, "messageId": f"{event.trace_id}:{event.step}",
-                 "toolCallId": event.call_id, "content": json.dumps(content), "role": "tool"}]
+        started: list[dict[str, Any]] = []
+        if event.decided_by == "provider":  # a hosted tool the provider ran was never proposed: it starts here
+            content["decided_by"] = "provider"
+            started = _call_started(event, base)
+        return [*started, {"type": "TOOL_CALL_RESULT", **base, "messageId": f"{event.trace_id}:{event.step}",
+                           "toolCallId": event.call_id, "content": json.dumps(content), "role": "tool"}]
     if kind is EventKind.MODEL_DECISION:
         return [{"type": "STEP_STARTED", **base, "stepName": kind.value},
                 {"type": "STEP_FINISHED", **base, "stepName": kind.value}]
@@ -57,3 +58,10 @@ def to_agui(event: Event) -> list[dict[str, Any]]:
         return [{"type": "RUN_FINISHED", **base, **run, "outcome": outcome,
                  "result": {"outcome": event.status, "citations": event.citations or []}}]
     return [{"type": "CUSTOM", **base, "name": f"toolcrib.{kind.value}", "value": event.to_dict()}]
+
+
+def _call_started(event: Event, base: dict[str, Any]) -> list[dict[str, Any]]:
+    call = {"toolCallId": event.call_id}
+    return [{"type": "TOOL_CALL_START", **base, **call, "toolCallName": event.tool or ""},
+            {"type": "TOOL_CALL_ARGS", **base, **call, "delta": json.dumps(event.arguments or {})},
+            {"type": "TOOL_CALL_END", **base, **call}]
