@@ -422,7 +422,18 @@ class Workspace:
     def retriever(self) -> HybridRetriever:
         """The hybrid retriever over the workspace index; the first use builds the index from the documents
         (and rebuilds one an earlier toolcrib laid out differently)."""
-        from toolcrib.retrieval import DEFAULT_THRESHOLD, HybridRetriever, IndexSettings
+        from toolcrib.retrieval import DEFAULT_THRESHOLD, HybridRetriever
+
+        index = self.ensure_index()
+        cfg = self.config.retrieval
+        return HybridRetriever(index, self.embedder,
+                               threshold=cfg.min_score if cfg.min_score is not None else DEFAULT_THRESHOLD)
+
+    def ensure_index(self) -> Index:
+        """The workspace index, built from the documents first when it is missing or laid out by an earlier
+        toolcrib. Front ends call it before a run, so a first search does not spend its tool's time limit
+        building the index."""
+        from toolcrib.retrieval import IndexSettings
 
         index = self.index()
 
@@ -436,9 +447,7 @@ class Workspace:
                 if stale():
                     print("Indexing the workspace documents (first use only)…", file=sys.stderr)
                     self.ingest(index=index)  # the same index object sees the new commit
-        cfg = self.config.retrieval
-        return HybridRetriever(index, self.embedder,
-                               threshold=cfg.min_score if cfg.min_score is not None else DEFAULT_THRESHOLD)
+        return index
 
     # -- assembling a run -------------------------------------------------------------------------
 

@@ -45,8 +45,11 @@ class StageProgress:
 
 
 def prepare_model(ws: Workspace, spec: str | None, *, quiet: bool = False) -> Model:
-    """Build the workspace's model; a ``Loadable`` one (the local model) is assembled and loaded now,
-    with progress."""
+    """Build the workspace's model for a run; a ``Loadable`` one (the local model) is assembled and loaded
+    now, with progress. A missing document index is built now too, so a first search does not spend its
+    tool's time limit on it."""
+    if "vector_search" in ws.config.tools.builtin:
+        ws.ensure_index()
     model = ws.model(spec)
     if not isinstance(model, Loadable):
         return model

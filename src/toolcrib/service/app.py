@@ -97,7 +97,7 @@ class Service:
             if isinstance(model, Loadable):
                 await asyncio.get_running_loop().run_in_executor(self.pool, model.load)
             if self.ws.config.service.index_on_start and "vector_search" in self.ws.config.tools.builtin:
-                await asyncio.to_thread(self.ws.retriever)  # the first use builds the index
+                await asyncio.to_thread(self.ws.ensure_index)
         except Exception as exc:  # /readyz reports it; the process stays up for health checks and approvals
             log.exception("loading the model or the document index failed")
             self.load_error = str(exc) if isinstance(exc, ToolcribError) else f"failed ({type(exc).__name__})"
