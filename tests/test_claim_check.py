@@ -52,3 +52,12 @@ def test_a_sentence_is_held_to_the_items_it_cites() -> None:
     review = two.review("There are 40 in stock [lookup_part#1].", QUESTION)  # 40 is in the other result only
     assert review.flags and "figure 40" in review.flags[0]
     assert two.review("There are 40 in stock [lookup_stock#2].", QUESTION).flags == []
+
+
+def test_a_date_written_out_is_supported_by_its_iso_form() -> None:
+    order = EvidenceLedger()
+    order.add(CallOutcome(ToolCall("c1", "get_order_status", {"order_id": "ORD-1001"}), "ok", {"ok": True, "data": {
+        "order_id": "ORD-1001", "status": "shipped", "created": "2026-11-18", "eta": "2026-11-28"}}))
+    text = "Order ORD-1001 was created on November 18, 2026 and is due on 28 November 2026."
+    assert order.review(text, "What is the status of order ORD-1001?").text == text
+    assert order.review("It is due on November 29, 2026.", "Status of ORD-1001?").flags  # 29 is nowhere

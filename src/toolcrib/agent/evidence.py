@@ -171,11 +171,11 @@ class EvidenceLedger:
         and each removed sentence with what was missing."""
         kept: list[str] = []
         removed: list[tuple[str, str]] = []
-        asked = _Facts.of(question)
-        everything = _Facts.of("\n".join(self.texts.values()))
+        asked = _Facts.of(question, evidence=True)
+        everything = _Facts.of("\n".join(self.texts.values()), evidence=True)
         for sentence in _SENTENCES.split(text):
             cited = [self.texts[c] for c in _CITED.findall(sentence) if c in self.texts]
-            support = _Facts.of("\n".join(cited)) if cited else everything
+            support = _Facts.of("\n".join(cited), evidence=True) if cited else everything
             missing = _Facts.of(_CITED.sub("", sentence)).missing_from(support, asked)
             if missing:
                 removed.append((sentence.strip(), missing))
@@ -208,6 +208,7 @@ _IDENTIFIER = re.compile(r"\b[A-Z]{1,6}-?\d[A-Z0-9-]*\b")
 # A figure: an optional currency sign, digits with thousands separators and decimals, an optional %; not
 # the digits of an identifier or the month and day of an ISO date (after a hyphen).
 _FIGURE = re.compile(r"(?<![\w.-])([$€£]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)")
+_ANY_FIGURE = re.compile(r"(?<![\w.])([$€£]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)")  # after a hyphen too
 
 
 @dataclass(frozen=True)
@@ -219,11 +220,13 @@ class _Facts:
     figures: frozenset[float]
 
     @classmethod
-    def of(cls, text: str) -> _Facts:
+    def of(cls, text: str, *, evidence: bool = False) -> _Facts:
+        """What ``text`` states; as ``evidence``, every number in it counts, the parts of a date or an
+        identifier too ("2026-11-18" supports "November 18, 2026")."""
         figures = set()
-        for currency, whole, decimals, percent in _FIGURE.findall(text):
+        for currency, whole, decimals, percent in (_ANY_FIGURE if evidence else _FIGURE).findall(text):
             value = float(whole.replace(",", "") + decimals)
-            if currency or decimals or percent or value >= 10:
+            if evidence or currency or decimals or percent or value >= 10:
                 figures.add(round(value, 6))
         return cls(frozenset(m.upper() for m in _IDENTIFIER.findall(text)), frozenset(figures))
 
