@@ -227,6 +227,9 @@ def test_vector_search_failures_carry_no_internals() -> None:
         def search_dense(self, *args: object, **kwargs: object) -> list:  # type: ignore[override]
             raise OSError("/srv/secret/path/index.lance: disk I/O error")
 
+        def rank_hybrid(self, *args: object, **kwargs: object) -> tuple:  # type: ignore[override]
+            raise OSError("/srv/secret/path/index.lance: disk I/O error")
+
     ctx = ToolContext(principal=Principal("alice", groups=frozenset({"support"})))
     with pytest.raises(ToolFailed, match="not configured"):
         vector_search.fn(query="x", ctx=ctx)
