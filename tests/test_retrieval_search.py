@@ -92,6 +92,27 @@ def test_an_hr_document_never_reaches_a_support_user(retriever: HybridRetriever,
     assert retriever.index.count(["support"]) < retriever.index.count(["hr"])
 
 
+class ReadRecording(LanceIndex):
+    """The real index, recording every chunk it reads back into Python."""
+
+    read: ClassVar[list[str]] = []
+
+    def chunks(self, ranked, groups):  # type: ignore[no-untyped-def]
+        found = super().chunks(ranked, groups)
+        self.read.extend(chunk.meta.doc_id for chunk in found.values())
+        return found
+
+
+@pytest.mark.parametrize("query", ["salary bands K2", "PAY-7731", "annual leave days", "probe inspection"])
+def test_a_support_query_never_reads_an_hr_chunk_even_internally(retriever: HybridRetriever, query: str) -> None:
+    recording = ReadRecording(retriever.index.location)
+    ReadRecording.read.clear()
+    passages = HybridRetriever(recording, retriever.embedder).retrieve(query, ["support"], 2).passages
+    assert ReadRecording.read and not any(d.startswith(("hr-", "leave-v2")) for d in ReadRecording.read)
+    if "-" not in query:  # no identifier: only the passages returned are read back
+        assert sorted(ReadRecording.read) == sorted(p.doc_id for p in passages)
+
+
 def test_the_hr_user_does_get_the_hr_document(retriever: HybridRetriever) -> None:
     evidence = retriever.retrieve("salary bands K2", ["hr"], 3)
     assert evidence.passages[0].doc_id == "hr-pay"
@@ -225,6 +246,9 @@ def test_vector_search_tool_returns_citable_passages_for_the_principal(retriever
 def test_vector_search_failures_carry_no_internals() -> None:
     class BrokenIndex(LanceIndex):
         def search_dense(self, *args: object, **kwargs: object) -> list:  # type: ignore[override]
+            raise OSError("/srv/secret/path/index.lance: disk I/O error")
+
+        def rank_hybrid(self, *args: object, **kwargs: object) -> tuple:  # type: ignore[override]
             raise OSError("/srv/secret/path/index.lance: disk I/O error")
 
     ctx = ToolContext(principal=Principal("alice", groups=frozenset({"support"})))

@@ -73,6 +73,17 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One search result before its chunk is read: its citation id, its score (as in ``Hit``) and the
+    index's own handle to the row, which ``Index.chunks`` reads. A retriever fuses many of these and
+    reads only the few it returns."""
+
+    citation: str
+    score: float
+    ref: Any
+
+
 class Index(ABC):
     """Where chunks live. Every search takes the reader's groups and filters INSIDE the query."""
 
@@ -105,6 +116,22 @@ class Index(ABC):
     @abstractmethod
     def count(self, groups: Sequence[str]) -> int:
         """How many chunks ``groups`` may read."""
+
+    def rank_hybrid(self, vector: Vectors | None, query: str | None, groups: Sequence[str],
+                    limit: int) -> tuple[list[Ranked], list[Ranked]]:
+        """``search_dense`` and ``search_text`` (either skipped when its input is None) without reading
+        the chunks yet; an index overrides this to skip the text and to run both searches at once."""
+        dense = [] if vector is None else self.search_dense(vector, groups, limit)
+        text = [] if query is None else self.search_text(query, groups, limit)
+        return ([Ranked(hit.chunk.citation, hit.score, hit.chunk) for hit in dense],
+                [Ranked(hit.chunk.citation, hit.score, hit.chunk) for hit in text])
+
+    def chunks(self, ranked: Sequence[Ranked], groups: Sequence[str]) -> dict[str, Chunk]:
+        """The chunks of results that ``rank_hybrid`` returned for ``groups``, by citation.
+
+        Only rows those searches returned (access-filtered inside the index) are read; the default
+        implementation is for indexes whose ``rank_hybrid`` keeps the whole chunk as ``ref``."""
+        return {r.citation: r.ref for r in ranked if isinstance(r.ref, Chunk)}
 
     def add(self, chunks: list[Chunk], vectors: Vectors, settings: IndexSettings) -> None:
         """Add (or replace) the documents these chunks belong to."""

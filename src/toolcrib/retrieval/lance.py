@@ -9,6 +9,7 @@ committed one first. The committed version is also tagged so that compaction nev
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import json
@@ -24,7 +25,7 @@ import numpy as np
 from toolcrib.errors import ConfigError, MissingDependency
 from toolcrib.retrieval.documents import Chunk, DocumentMeta, allowed_groups
 from toolcrib.retrieval.embedders import Vectors
-from toolcrib.retrieval.index import Hit, Index, IndexChanges, IndexSettings, query_terms, sql_string
+from toolcrib.retrieval.index import Hit, Index, IndexChanges, IndexSettings, Ranked, query_terms, sql_string
 
 _TABLE = "chunks"
 _COMMIT_FILE = "toolcrib-index.json"
@@ -44,8 +45,9 @@ def _lancedb() -> Any:
 class LanceIndex(Index):
     """Chunks in a LanceDB table under ``path``; ACL filters are prefilters inside each query.
 
-    ``ann_min_rows``: from this many chunks on, an IVF_HNSW_SQ vector index is built (below it,
-    exact search is both exact and fast enough). ``nprobes`` trades recall for speed with that index.
+    ``ann_min_rows``: from this many chunks on, an IVF_HNSW_SQ vector index is built; below it, an
+    IVF_FLAT index of one partition, whose search is exact. ``nprobes`` trades recall for speed with
+    the IVF_HNSW_SQ index.
     """
 
     def __init__(self, path: str | Path, *, ann_min_rows: int = 50_000, nprobes: int = 20,
@@ -58,6 +60,8 @@ class LanceIndex(Index):
         self.hnsw_ef_construction = hnsw_ef_construction
         self._db: Any = None
         self._table: Any = None
+        self._async_db: Any = None
+        self._async_table: Any = None
         self._stamp: tuple[int, int] | None = None
         self._commit: dict[str, Any] | None = None
 
@@ -124,8 +128,16 @@ class LanceIndex(Index):
                 return None
             table = self._connect().open_table(str(commit["table"]))
             table.checkout(int(commit["table_version"]))
+            self._async_table = _loop().run(self._open_async(str(commit["table"]), int(commit["table_version"])))
             self._table, self._stamp, self._commit = table, stamp, commit
         return self._table
+
+    async def _open_async(self, name: str, version: int) -> Any:
+        if self._async_db is None:
+            self._async_db = await _lancedb().connect_async(str(self.path))
+        handle = await self._async_db.open_table(name)
+        await handle.checkout(version)
+        return handle
 
     # -- Index -----------------------------------------------------------------------------------------
 
@@ -186,16 +198,25 @@ class LanceIndex(Index):
         rows = table.count_rows()
         if rows == 0:
             return
-        names = {index.index_type for index in table.list_indices()}
-        from lancedb.index import FTS, IvfHnswSq, LabelList
+        indices = list(table.list_indices())
+        names = {index.index_type for index in indices}
+        from lancedb.index import FTS, IvfFlat, IvfHnswSq, LabelList
 
         if "LabelList" not in names:  # makes the ACL prefilter an index lookup, not a scan
             table.create_index("access", config=LabelList(), replace=True)
         if "FTS" not in names:
             table.create_index("search_text", config=FTS(stem=True, remove_stop_words=True), replace=True)
-        if rows >= self.ann_min_rows and not any(n.startswith("Ivf") for n in names):
-            table.create_index("vector", config=IvfHnswSq(distance_type="cosine", m=self.hnsw_m,
-                                                          ef_construction=self.hnsw_ef_construction))
+        vector = next((index for index in indices if list(index.columns) == ["vector"]), None)
+        if rows >= self.ann_min_rows:
+            if vector is None or vector.index_type == "IvfFlat":
+                table.create_index("vector", config=IvfHnswSq(distance_type="cosine", m=self.hnsw_m,
+                                                              ef_construction=self.hnsw_ef_construction),
+                                   replace=True)
+        elif vector is None or (vector.index_type == "IvfFlat" and vector.num_unindexed_rows):
+            # Exact search all the same (one partition, every vector compared), but the vectors stay
+            # decoded in LanceDB's index cache: a search without an index reads and decodes the whole
+            # vector column again for every query (10k chunks: ~15 MB per query).
+            table.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=1), replace=True)
 
     def compact(self) -> None:
         """Merge small files and fold new rows into the indices (run after many small ingests)."""
@@ -221,23 +242,72 @@ class LanceIndex(Index):
         return "array_has_any(access, [" + ", ".join(sql_string(g) for g in allowed_groups(groups)) + "])"
 
     def search_dense(self, vector: Vectors, groups: Sequence[str], limit: int) -> list[Hit]:
-        table = self._reader()
-        if table is None:
-            return []
-        query = (table.search(np.asarray(vector, dtype=np.float32), query_type="vector",
-                              vector_column_name="vector")
-                 .distance_type("cosine").where(self._acl(groups), prefilter=True)
-                 .nprobes(self.nprobes).select([*_META_COLUMNS, "_distance"]).limit(limit))
-        return [Hit(_chunk(row), 1.0 - float(row["_distance"])) for row in query.to_arrow().to_pylist()]
+        return self._hits(self.rank_hybrid(vector, None, groups, limit)[0], groups)
 
     def search_text(self, query: str, groups: Sequence[str], limit: int) -> list[Hit]:
+        return self._hits(self.rank_hybrid(None, query, groups, limit)[1], groups)
+
+    def rank_hybrid(self, vector: Vectors | None, query: str | None, groups: Sequence[str],
+                    limit: int) -> tuple[list[Ranked], list[Ranked]]:
+        # both searches in one trip to LanceDB's event loop, run concurrently: the synchronous API
+        # costs a dozen thread hand-offs per search (schema look-ups, the builder, the stream)
         table = self._reader()
-        terms = query_terms(query)
-        if table is None or not terms:
-            return []
-        search = (table.search(" ".join(terms), query_type="fts", fts_columns="search_text")
-                  .where(self._acl(groups), prefilter=True).select([*_META_COLUMNS, "_score"]).limit(limit))
-        return [Hit(_chunk(row), float(row["_score"])) for row in search.to_arrow().to_pylist()]
+        if table is None:
+            return [], []
+        handle = self._async_table
+        acl = self._acl(groups)
+        terms = query_terms(query or "")
+
+        async def dense() -> Any:
+            if vector is None:
+                return None
+            return await (handle.query().nearest_to(np.asarray(vector, dtype=np.float32)).column("vector")
+                          .distance_type("cosine").nprobes(self.nprobes).where(acl)
+                          .select(["uid", "_distance"]).with_row_id().limit(limit).to_arrow())
+
+        async def text() -> Any:
+            if not terms:
+                return None
+            return await (handle.query().nearest_to_text(" ".join(terms), columns="search_text").where(acl)
+                          .select(["uid", "_score"]).with_row_id().limit(limit).to_arrow())
+
+        async def both() -> tuple[Any, Any]:
+            by_vector, by_text = await asyncio.gather(dense(), text())
+            return by_vector, by_text
+
+        by_vector, by_text = _loop().run(both())
+        ranked_dense: list[Ranked] = []
+        ranked_text: list[Ranked] = []
+        if by_vector is not None:
+            similarity = 1.0 - by_vector["_distance"].to_numpy().astype(np.float64)
+            ranked_dense = [Ranked(uid, score, (handle, row)) for uid, score, row in
+                            zip(by_vector["uid"].to_pylist(), similarity.tolist(), by_vector["_rowid"].to_pylist(),
+                                strict=True)]
+        if by_text is not None:
+            ranked_text = [Ranked(uid, score, (handle, row)) for uid, score, row in
+                           zip(by_text["uid"].to_pylist(), by_text["_score"].to_pylist(),
+                               by_text["_rowid"].to_pylist(), strict=True)]
+        return ranked_dense, ranked_text
+
+    def chunks(self, ranked: Sequence[Ranked], groups: Sequence[str]) -> dict[str, Chunk]:
+        # Reads back by row id only rows that an access-filtered search of the same table version
+        # returned (``ref`` holds that search's table handle, checked out at its version).
+        wanted: dict[int, tuple[Any, dict[int, str]]] = {}
+        for result in ranked:
+            handle, row = result.ref
+            wanted.setdefault(id(handle), (handle, {}))[1][row] = result.citation
+        out: dict[str, Chunk] = {}
+        for handle, rows in wanted.values():
+            found = _loop().run(handle.take_row_ids(list(rows)).select(_META_COLUMNS).to_arrow())
+            citations = set(rows.values())
+            for chunk in _chunks(found):
+                if chunk.citation in citations:
+                    out[chunk.citation] = chunk
+        return out
+
+    def _hits(self, ranked: list[Ranked], groups: Sequence[str]) -> list[Hit]:
+        chunks = self.chunks(ranked, groups)
+        return [Hit(chunks[r.citation], r.score) for r in ranked if r.citation in chunks]
 
     def search_exact(self, term: str, groups: Sequence[str], limit: int) -> list[Hit]:
         table = self._reader()
@@ -246,8 +316,8 @@ class LanceIndex(Index):
         # "_" stays a one-character wildcard: a superset the retriever narrows with an exact regex
         pattern = "%" + term.lower().replace("\\", "").replace("%", "") + "%"
         where = f"({self._acl(groups)}) AND lower(search_text) LIKE {sql_string(pattern)}"
-        rows = table.search().where(where).select(_META_COLUMNS).limit(limit).to_arrow().to_pylist()
-        return [Hit(_chunk(row), 1.0) for row in rows]
+        return [Hit(chunk, 1.0) for chunk in _chunks(table.search().where(where).select(_META_COLUMNS)
+                                                          .limit(limit).to_arrow())]
 
     def count(self, groups: Sequence[str]) -> int:
         table = self._reader()
@@ -255,6 +325,14 @@ class LanceIndex(Index):
 
     def close(self) -> None:
         self._db, self._table, self._stamp = None, None, None
+        self._async_db, self._async_table = None, None
+
+
+def _loop() -> Any:
+    """LanceDB's own background event loop, on which its synchronous API runs its async one."""
+    from lancedb.background_loop import LOOP
+
+    return LOOP
 
 
 def _table_names(db: Any) -> list[str]:
@@ -302,10 +380,13 @@ def _rows(pa: Any, chunks: list[Chunk], vectors: Vectors, dim: int) -> Any:
     return pa.table(columns, schema=_schema(pa, dim))
 
 
-def _chunk(row: dict[str, Any]) -> Chunk:
-    meta = DocumentMeta(doc_id=row["doc_id"], title=row["title"], source_path=row["source_path"],
-                        content_hash=row["content_hash"], access=tuple(row["access"]),
-                        version=row["version"], effective_date=row["effective_date"], family=row["family"],
-                        trusted=row["trusted"])
-    return Chunk(meta=meta, chunk_id=row["chunk_id"], text=row["text"], section=row["section"],
-                 page=row["page"], context=row["context"])
+def _chunks(found: Any) -> list[Chunk]:
+    """Chunks from an Arrow table of ``_META_COLUMNS``, converted column by column (not row dicts)."""
+    cols = {name: found[name].to_pylist() for name in _META_COLUMNS}
+    return [Chunk(meta=DocumentMeta(doc_id=doc_id, title=title, source_path=source_path, content_hash=content_hash,
+                                    access=tuple(access), version=version, effective_date=effective_date,
+                                    family=family, trusted=trusted),
+                  chunk_id=chunk_id, text=text, section=section, page=page, context=context)
+            for (doc_id, chunk_id, text, context, section, page, title, version, effective_date, family,
+                 source_path, content_hash, access, trusted)
+            in zip(*(cols[name] for name in _META_COLUMNS), strict=True)]

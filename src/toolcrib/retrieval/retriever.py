@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -11,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 from toolcrib.retrieval.documents import Chunk, Passage, readable_by
 from toolcrib.retrieval.embedders import Embedder
 from toolcrib.retrieval.evidence import Conflict, Evidence
-from toolcrib.retrieval.index import Hit, Index
+from toolcrib.retrieval.index import Index, Ranked
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,12 @@ def find_identifiers(query: str) -> list[str]:
 
 def contains_exactly(text: str, identifier: str) -> bool:
     """``identifier`` occurs in ``text`` as a whole token (``8.3`` is not in ``18.3`` or ``8.31``)."""
-    pattern = rf"(?<![A-Za-z0-9]){re.escape(identifier)}(?![A-Za-z0-9]|\.\d)"
-    return re.search(pattern, text, flags=re.IGNORECASE) is not None
+    return identifier.lower() in text.lower() and _token_pattern(identifier).search(text) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _token_pattern(identifier: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(identifier)}(?![A-Za-z0-9]|\.\d)", flags=re.IGNORECASE)
 
 
 def defines(chunk: Chunk, identifier: str) -> bool:
@@ -133,28 +138,34 @@ class HybridRetriever:
             return Retrieval(query, [], threshold=self.threshold)
         depth = max(self.candidates, top_k * 4)
         vector = self.embedder.embed_query(query)
-        ranked = {
-            "dense": self.index.search_dense(vector, groups, depth),
-            "bm25": self.index.search_text(query, groups, depth),
-        }
-        fused: dict[str, Passage] = {}
-        for source, hits in ranked.items():
-            self._fuse(fused, source, hits)
-        for hit in ranked["dense"]:
-            fused[hit.chunk.citation].relevance = max(fused[hit.chunk.citation].relevance, hit.score)
+        dense, text = self.index.rank_hybrid(vector, query, groups, depth)
+        fused: dict[str, _Candidate] = {}
+        self._fuse(fused, "dense", dense)
+        self._fuse(fused, "bm25", text)
+        for result in dense:
+            candidate = fused[result.citation]
+            candidate.relevance = max(candidate.relevance, result.score)
+        if identifiers:  # every candidate's text is needed to find the identifiers in it
+            self._read(list(fused.values()), groups)
         for identifier in identifiers:
-            matches = [p for p in fused.values() if contains_exactly(p.chunk.search_text, identifier)]
+            matches = _containing(fused.values(), identifier)
             if not matches:  # neither list holds it verbatim: scan for it (slower, so only when needed)
-                self._fuse(fused, "exact", self.index.search_exact(identifier, groups, depth), weight=0.0)
-                matches = [p for p in fused.values() if contains_exactly(p.chunk.search_text, identifier)]
-            for passage in matches:
-                passage.score += 1.5 if defines(passage.chunk, identifier) else 1.0
-                passage.exact_match = True
-                passage.relevance = max(passage.relevance, 1.0)
-        candidates = sorted(fused.values(), key=lambda p: p.score, reverse=True)
-        candidates = [p for p in candidates if readable_by(p.chunk.meta.access, groups)]
+                for rank, hit in enumerate(self.index.search_exact(identifier, groups, depth), start=1):
+                    found = fused.get(hit.chunk.citation)
+                    if found is None:
+                        found = fused[hit.chunk.citation] = _Candidate(Ranked(hit.chunk.citation, hit.score, None))
+                    found.chunk = found.chunk or hit.chunk
+                    found.sources["exact"] = rank
+                matches = _containing(fused.values(), identifier)
+            for candidate, chunk in matches:
+                candidate.score += 1.5 if defines(chunk, identifier) else 1.0
+                candidate.exact_match = True
+                candidate.relevance = max(candidate.relevance, 1.0)
+        ordered = sorted(fused.values(), key=lambda c: c.score, reverse=True)
+        wanted = top_k if self.reranker is None else max(top_k * 3, 20)
+        candidates = self._readable(ordered, groups, wanted)
         if self.reranker is not None:
-            candidates = self.reranker.rerank(query, candidates[:max(top_k * 3, 20)])
+            candidates = self.reranker.rerank(query, candidates)
         passages = []
         for passage in candidates:
             # checked again on the final list: the index filter is not the only line of defence
@@ -167,12 +178,60 @@ class HybridRetriever:
         return Retrieval(query, passages, conflicts=find_conflicts(passages), threshold=self.threshold,
                         identifiers=identifiers)
 
-    def _fuse(self, fused: dict[str, Passage], source: str, hits: Sequence[Hit], weight: float | None = None) -> None:
-        w = self.weights.get(source, 0.0) if weight is None else weight
-        for rank, hit in enumerate(hits, start=1):
-            passage = fused.setdefault(hit.chunk.citation, Passage(chunk=hit.chunk))
-            passage.sources[source] = rank
-            passage.score += w / (self.rrf_k + rank)
+    def _fuse(self, fused: dict[str, _Candidate], source: str, results: Sequence[Ranked]) -> None:
+        w = self.weights.get(source, 0.0)
+        k = self.rrf_k
+        for rank, result in enumerate(results, start=1):
+            candidate = fused.get(result.citation)
+            if candidate is None:
+                candidate = fused[result.citation] = _Candidate(result)
+            candidate.sources[source] = rank
+            candidate.score += w / (k + rank)
+
+    def _read(self, candidates: Sequence[_Candidate], groups: Sequence[str]) -> None:
+        """Reads the chunks of the candidates that have none yet, in one index call."""
+        unread = [c for c in candidates if c.chunk is None]
+        if unread:
+            chunks = self.index.chunks([c.result for c in unread], groups)
+            for candidate in unread:
+                candidate.chunk = chunks.get(candidate.result.citation)
+
+    def _readable(self, ordered: Sequence[_Candidate], groups: Sequence[str], wanted: int) -> list[Passage]:
+        """The first ``wanted`` candidates as passages, reading only their chunks (and more only if some
+        cannot be read or are outside ``groups``)."""
+        out: list[Passage] = []
+        start = 0
+        while len(out) < wanted and start < len(ordered):
+            batch = ordered[start:start + wanted - len(out)]
+            start += len(batch)
+            self._read(batch, groups)
+            for candidate in batch:
+                if candidate.chunk is None or not readable_by(candidate.chunk.meta.access, groups):
+                    log.warning("dropped a candidate the index could not read back for the reader's groups")
+                    continue
+                out.append(Passage(chunk=candidate.chunk, score=candidate.score, relevance=candidate.relevance,
+                                   exact_match=candidate.exact_match, sources=candidate.sources))
+        return out
+
+
+class _Candidate:
+    """A fused search result; its chunk is read only if it may be returned (or its text is needed)."""
+
+    __slots__ = ("chunk", "exact_match", "relevance", "result", "score", "sources")
+
+    def __init__(self, result: Ranked, chunk: Chunk | None = None) -> None:
+        self.result = result
+        self.chunk = chunk
+        self.score = 0.0
+        self.relevance = 0.0
+        self.exact_match = False
+        self.sources: dict[str, int] = {}
+
+
+def _containing(candidates: Iterable[_Candidate], identifier: str) -> list[tuple[_Candidate, Chunk]]:
+    """The candidates (read already) whose text holds ``identifier`` as a whole token."""
+    return [(c, c.chunk) for c in candidates
+            if c.chunk is not None and contains_exactly(c.chunk.search_text, identifier)]
 
 
 def find_conflicts(passages: Sequence[Passage]) -> list[Conflict]:
