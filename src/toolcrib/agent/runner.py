@@ -439,6 +439,8 @@ class Runner:
         run.tracer.record(EventKind.RUN_FINISHED, f"Final answer ({outcome})", status=outcome,
                           citations=[c.id for c in citations], ms=answer.ms, detail=detail)
         run.tracer.close()
+        if self.gate.audit is not None:  # the run's READ records are durable before its Answer returns
+            self.gate.audit.flush()
         if self.runs is not None:
             self.runs.record(RunRecord(run.run_id, run.principal.user_id, run.principal.tenant, run.question, run.mode,
                                        outcome, answer.to_dict(), [e.to_dict() for e in run.tracer.events],

@@ -15,7 +15,8 @@ background writer commits whatever is queued in one transaction (a group commit:
 READ calls). A deferred record is **acknowledged** when the commit holding it has returned: after
 ``flush()`` returns, after any later ``append`` (which writes every queued record before its own, in
 the order queued, in its transaction), or after ``records()``/``head()``/``close()`` (which flush
-first). A process killed before that may lose deferred records it had not acknowledged, never one it
+first). The Runner flushes when a run finishes, so a run's READ records are durable before its Answer
+returns. A process killed before that may lose deferred records it had not acknowledged, never one it
 had, and never a synchronous one; the chain stays whole either way (a batch is one transaction).
 Stores without a writer (PostgreSQL, or SQLite with ``group_reads=False``) write deferred records
 synchronously.
