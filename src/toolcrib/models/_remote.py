@@ -325,6 +325,22 @@ def bool_setting(settings: Mapping[str, Any], key: str, default: bool) -> bool:
     raise ConfigError(f"expected true or false, got {value!r}", key=key)
 
 
+def model_setting(rest: str, settings: Mapping[str, Any], prefix: str, example: str) -> str:
+    """The model name of ``PREFIX:MODEL`` (or the ``model`` setting); a ConfigError when there is none."""
+    model = rest or str(settings.get("model") or "")
+    if not model:
+        raise ConfigError(f"no model name: use '{prefix}:MODEL' (e.g. '{prefix}:{example}')", key="model")
+    return model
+
+
+def mapping_setting(settings: Mapping[str, Any], key: str, expected: str) -> Mapping[str, Any]:
+    """A table-valued setting (empty when unset); ``expected`` says what it should hold."""
+    value = settings.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key} must be {expected}", key=key)
+    return value
+
+
 def url_setting(settings: Mapping[str, Any], env: Mapping[str, str], env_name: str, default: str) -> str:
     base_url = str(settings.get("base_url") or env.get(env_name) or default)
     if not base_url.startswith(("http://", "https://")):

@@ -31,6 +31,7 @@ from toolcrib.models._remote import (
     common_settings,
     count,
     guarded_http_client,
+    model_setting,
     number_setting,
     tool_call_from_json,
     url_setting,
@@ -94,9 +95,7 @@ class AnthropicModel(RemoteModel):
     @classmethod
     def from_spec(cls, rest: str, settings: Mapping[str, Any]) -> AnthropicModel:
         """Build from ``anthropic:MODEL`` and settings; the environment is read here, never at import."""
-        model = rest or str(settings.get("model") or "")
-        if not model:
-            raise ConfigError("no model name: use 'anthropic:MODEL' (e.g. 'anthropic:claude-sonnet-4-5')", key="model")
+        model = model_setting(rest, settings, "anthropic", "claude-sonnet-4-5")
         base_url = url_setting(settings, os.environ, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
         api_key = resolve_api_key(settings, base_url, env_names=("ANTHROPIC_API_KEY",), required_host=_ANTHROPIC_HOST)
         max_tokens = int(number_setting(settings, "max_tokens", 4096, minimum=1))

@@ -35,6 +35,8 @@ from toolcrib.models._remote import (
     count,
     ensure_network_allowed,
     guarded_http_client,
+    mapping_setting,
+    model_setting,
     tool_call_from_json,
     url_setting,
     wire_arguments,
@@ -126,14 +128,10 @@ class OpenAIChatModel(RemoteModel):
     @classmethod
     def from_spec(cls, rest: str, settings: Mapping[str, Any]) -> OpenAIChatModel:
         """Build from ``openai:MODEL`` and settings; the environment is read here, never at import."""
-        model = rest or str(settings.get("model") or "")
-        if not model:
-            raise ConfigError("no model name: use 'openai:MODEL' (e.g. 'openai:gpt-4o-mini')", key="model")
+        model = model_setting(rest, settings, "openai", "gpt-4o-mini")
         base_url = url_setting(settings, os.environ, "OPENAI_BASE_URL", DEFAULT_BASE_URL)
         api_key = resolve_api_key(settings, base_url)
-        extra = settings.get("extra_body") or {}
-        if not isinstance(extra, Mapping):
-            raise ConfigError("extra_body must be a mapping of extra request fields", key="extra_body")
+        extra = mapping_setting(settings, "extra_body", "a mapping of extra request fields")
         return cls(model, base_url=base_url, api_key=api_key, extra_body=extra, **common_settings(settings))
 
     # --- the call ---------------------------------------------------------------------------

@@ -60,6 +60,8 @@ from toolcrib.models._remote import (
     bool_setting,
     common_settings,
     count,
+    mapping_setting,
+    model_setting,
     tool_call_from_json,
     url_setting,
     wire_arguments,
@@ -133,21 +135,14 @@ class OpenAIResponsesModel(RemoteModel):
     @classmethod
     def from_spec(cls, rest: str, settings: Mapping[str, Any]) -> OpenAIResponsesModel:
         """Build from ``openai-responses:MODEL`` and settings; the environment is read here."""
-        model = rest or str(settings.get("model") or "")
-        if not model:
-            raise ConfigError("no model name: use 'openai-responses:MODEL' (e.g. 'openai-responses:gpt-4.1-mini')",
-                              key="model")
+        model = model_setting(rest, settings, "openai-responses", "gpt-4.1-mini")
         base_url = url_setting(settings, os.environ, "OPENAI_BASE_URL", DEFAULT_BASE_URL)
         api_version = str(settings.get("api_version") or os.environ.get("OPENAI_API_VERSION") or "") or None
         env_keys = ("AZURE_OPENAI_API_KEY", "OPENAI_API_KEY") if api_version else ("OPENAI_API_KEY",)
         api_key = resolve_api_key(settings, base_url, env_names=env_keys)
-        extra = settings.get("extra_body") or {}
-        if not isinstance(extra, Mapping):
-            raise ConfigError("extra_body must be a mapping of extra request fields", key="extra_body")
-        hosted = settings.get("hosted_tools") or {}
-        if not isinstance(hosted, Mapping):
-            raise ConfigError("hosted_tools must be a table: tool name -> its options, e.g. "
-                              "{file_search = {vector_store_ids = [\"vs_...\"]}, web_search = {}}", key="hosted_tools")
+        extra = mapping_setting(settings, "extra_body", "a mapping of extra request fields")
+        hosted = mapping_setting(settings, "hosted_tools", "a table: tool name -> its options, e.g. "
+                                 "{file_search = {vector_store_ids = [\"vs_...\"]}, web_search = {}}")
         return cls(model, base_url=base_url, api_key=api_key, api_version=api_version,
                    store=bool_setting(settings, "store", False), extra_body=extra, hosted_tools=hosted,
                    **common_settings(settings))

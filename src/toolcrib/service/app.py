@@ -36,7 +36,7 @@ from toolcrib.policy.proposals import ApprovalRefused
 from toolcrib.service.auth import Authenticator, JWTVerifier, Unauthenticated, service_store
 from toolcrib.service.metrics import Metrics
 from toolcrib.service.slots import Busy, RunSlots
-from toolcrib.service.stream import EventQueue, answer_frames, error_frame, event_frames, is_finish, sse
+from toolcrib.service.stream import EventQueue, answer_frames, error_frame, event_frames, sse
 from toolcrib.trace.events import Event, EventKind
 from toolcrib.trace.tracer import TraceExporter
 from toolcrib.workspace import Workspace
@@ -155,7 +155,7 @@ class Service:
         async def frames() -> AsyncIterator[bytes]:
             finish: Event | None = None
             while (event := await queue.get()) is not None:
-                if is_finish(event):
+                if event.kind is EventKind.RUN_FINISHED:
                     finish = event  # sent after the Answer
                     continue
                 yield b"".join(sse(frame) for frame in event_frames(event))

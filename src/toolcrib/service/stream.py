@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from toolcrib.trace.agui import to_agui
-from toolcrib.trace.events import Event, EventKind
+from toolcrib.trace.events import Event
 from toolcrib.trace.tracer import TraceExporter
 
 if TYPE_CHECKING:
@@ -55,6 +55,3 @@ def answer_frames(answer: Answer) -> list[dict[str, Any]]:
 def error_frame(code: str, message: str) -> dict[str, Any]:
     return {"type": "RUN_ERROR", "code": code, "message": message}
 
-
-def is_finish(event: Event) -> bool:
-    return event.kind is EventKind.RUN_FINISHED
