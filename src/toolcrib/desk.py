@@ -28,8 +28,8 @@ class ApprovalDesk:
         (the hash and the resource version) and when it stops being decidable."""
         tool = self.ws.registry.get(proposal.tool)
         users = self.ws.config.users
-        approval = self.approvals.approval(proposal.id)
-        expires = approval.expires_at if approval is not None else proposal.created_at + self.approvals.pending_ttl_s
+        approved = proposal.expires_at is not None and proposal.status not in ("pending", "rejected")
+        expires = proposal.expires_at if approved else proposal.created_at + self.approvals.pending_ttl_s
         return {"id": proposal.id, "tool": proposal.tool, "effect": tool.effect.value if tool else None,
                 "arguments": proposal.arguments, "requester": proposal.requester,
                 "requester_name": users[proposal.requester].name if proposal.requester in users else proposal.requester,

@@ -155,7 +155,7 @@ class _ProposalRow:
             tenant=self.tenant, policy_version=self.policy_version, resource_version=self.resource_version,
             hash=self.hash, created_at=self.created_at, run_id=self.run_id, trace_id=self.trace_id,
             status=self.status, decided_by=self.decided_by, reason=self.reason,
-            review=Review.from_dict(json.loads(self.review or "{}")),
+            review=Review.from_dict(json.loads(self.review or "{}")), expires_at=self.expires_at,
         )
 
     def approval(self) -> Approval | None:

@@ -93,6 +93,7 @@ class Proposal:
     decided_by: str = ""
     reason: str = field(default="", compare=False)
     review: Review = field(default_factory=Review)
+    expires_at: float | None = field(default=None, compare=False)  # of its approval, once approved
 
 
 @dataclass(frozen=True)
