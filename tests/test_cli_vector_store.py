@@ -82,6 +82,40 @@ def test_a_second_run_finds_the_store_by_name_and_uploads_only_what_changed(ws: 
     assert json.loads(out)["uploaded"] == [] and len(json.loads(out)["unchanged"]) == 2
 
 
+def test_each_file_carries_its_access_groups_and_a_change_of_access_uploads_it_again(
+        ws: Path, env: FakeFilesServer) -> None:
+    (ws / "docs" / "salaries.md").write_text("---\naccess: [hr, finance]\n---\n# Salaries\n\nBand B: 52,000.\n")
+    assert _ingest(ws)[0] == 0
+    (store,) = env.stores.values()
+    attributes = {a.file.attributes["toolcrib_path"]: a.file.attributes  # type: ignore[index]
+                  for a in env.attached[store.id].values()}
+    # what the hosted file_search filters on: an hr-only file is not marked public
+    assert {k: v for k, v in attributes["salaries.md"].items() if k.startswith("toolcrib_") and v is True} == {
+        "toolcrib_access_hr": True, "toolcrib_access_finance": True}
+    assert attributes["returns.md"]["toolcrib_public"] is True
+    assert "toolcrib_access_hr" not in attributes["returns.md"]
+
+    # the workspace's default access changes; the files did not, their access did
+    config = ws / "toolcrib.toml"
+    config.write_text(config.read_text() + '\n[retrieval]\ndefault_access = ["staff"]\n')
+    code, out, err = _ingest(ws, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["uploaded"] == ["policies/warranty.markdown", "returns.md"] and report["unchanged"] == ["salaries.md"]
+    now = {a.file.attributes["toolcrib_path"]: a.file.attributes  # type: ignore[index]
+           for a in env.attached[store.id].values()}
+    assert now["returns.md"].get("toolcrib_access_staff") is True and "toolcrib_public" not in now["returns.md"]
+
+
+def test_a_document_with_more_access_groups_than_a_file_can_carry_is_skipped_with_why(
+        ws: Path, env: FakeFilesServer) -> None:
+    groups = ", ".join(f"g{n}" for n in range(15))
+    (ws / "docs" / "wide.md").write_text(f"---\naccess: [{groups}]\n---\n# Wide\n\nText.\n")
+    code, _, err = _ingest(ws)
+    assert code == 0, err
+    assert "skipped wide.md: its access list names 15 groups" in err
+
+
 def test_a_file_the_store_cannot_process_is_reported_and_fails_the_command(ws: Path, env: FakeFilesServer) -> None:
     env.fail = {"warranty.md"}
     code, out, err = _ingest(ws)

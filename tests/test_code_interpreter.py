@@ -75,7 +75,8 @@ def test_it_computes_with_pandas_and_returns_stdout_result_and_a_chart(sandbox: 
     assert out["result"] == 56.75 and "HLV-2210" in out["stdout"]
     [chart] = out["files"]
     assert chart["name"] == "prices.png" and chart["media_type"] == "image/png"
-    assert (tmp_path / "artifacts" / out["run_id"] / "prices.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "artifacts" / chart["id"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert chart["id"] == f"code_interpreter/{out['run_id']}/prices.png"
     assert _run(sandbox, "result = {'n': 3}")["result"] == {"n": 3}
 
 
@@ -224,3 +225,40 @@ def test_the_demo_average_price_goes_through_sql_and_the_sandbox(demo: Path) -> 
     assert [(c["name"], c["status"]) for c in answer["executed"]] == [("sql_query", "ok"), ("code_interpreter", "ok")]
     assert {c["source"] for c in answer["citations"]} >= {"code_interpreter"}
     assert not list((demo / ".toolcrib" / "artifacts").glob("**/*.png"))  # no chart asked for, none kept
+
+
+@needs_bwrap
+def test_a_chart_is_an_artifact_in_the_trace_and_only_its_runs_owner_can_download_it(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from test_service import Service
+
+    root = _demo(tmp_path)
+    (root / "toolcrib.toml").write_text((root / "toolcrib.toml").read_text() + "\n[service]\nindex_on_start = false\n")
+    svc = Service(root, model=f"function:{Path(__file__).parent / 'fakes' / 'analyst_model.py'}:analyst")
+    with svc.client:
+        answer = svc.ask("alice", "Chart the prices of our HLV parts and give their average", mode="loop").json()
+        assert answer["outcome"] == "answered" and "$56.75" in answer["text"], answer
+        run = svc.client.get(f"/v1/runs/{answer['run_id']}", headers=svc.as_("alice")).json()
+        [executed] = [e for e in run["events"] if e["kind"] == "call_executed" and e["tool"] == "code_interpreter"]
+        [chart] = executed["detail"]["artifacts"]
+        assert chart["name"] == "prices.png" and chart["media_type"] == "image/png" and "path" not in chart
+
+        url = f"/v1/runs/{answer['run_id']}/artifacts/{chart['id']}"
+        got = svc.client.get(url, headers=svc.as_("alice"))
+        assert got.status_code == 200 and got.content[:8] == b"\x89PNG\r\n\x1a\n" and len(got.content) == chart["bytes"]
+        assert got.headers["content-disposition"].startswith("attachment") and "prices.png" in got.headers[
+            "content-disposition"]
+        assert got.headers["x-content-type-options"] == "nosniff"
+        assert got.headers["content-security-policy"] == "sandbox"
+
+        assert svc.client.get(url, headers=svc.as_("omar")).status_code == 404  # not their run
+        assert svc.client.get(url).status_code == 401
+        # only what the run's trace lists, whatever else is on disk or reachable by a path
+        other = root / ".toolcrib" / "artifacts" / "code_interpreter" / "other" / "x.png"
+        other.parent.mkdir(parents=True)
+        other.write_bytes(b"someone else's")
+        base = f"/v1/runs/{answer['run_id']}/artifacts/"
+        for forged in ("code_interpreter/other/x.png", f"{chart['id']}/../../other/x.png", "../../toolcrib.toml",
+                       "..%2F..%2Ftoolcrib.toml"):
+            refused = svc.client.get(base + forged, headers=svc.as_("alice"))
+            assert refused.status_code == 404 and b"someone" not in refused.content, forged

@@ -241,3 +241,27 @@ def test_spec_registry_network_guard_and_missing_sdk(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "openai", None)  # as if the extra were not installed
     with pytest.raises(MissingDependency, match=r"toolcrib\[openai\]"):
         get_model("openai-responses:gpt-test", {})
+
+
+def test_optional_arguments_are_sent_as_strict_mode_wants_and_a_null_means_not_given(
+        server: FakeResponsesServer) -> None:
+    search = ToolSpec(
+        name="search_orders", description="Find orders.",
+        parameters={"type": "object", "additionalProperties": False, "required": ["customer"], "properties": {
+            "customer": {"type": "string"},
+            "status": {"type": "string", "enum": ["open", "shipped"]},
+            "window": {"type": "object", "additionalProperties": False, "required": ["days"],
+                       "properties": {"days": {"type": "integer"}, "from": {"type": "string"}}}}})
+    server.queue(response_reply(calls=[("search_orders", '{"customer": "ACME", "status": null, '
+                                                         '"window": {"days": 7, "from": null}}')]))
+    with _model(server) as model:
+        done = model.complete(ASK, [search])
+    sent = server.requests[0].body["tools"][0]["parameters"]
+    # strict mode: every property listed as required, the optional ones nullable (the API refuses otherwise)
+    assert sent["required"] == ["customer", "status", "window"]
+    assert sent["properties"]["status"] == {"type": ["string", "null"], "enum": ["open", "shipped", None]}
+    assert sent["properties"]["window"]["type"] == ["object", "null"]
+    assert sent["properties"]["window"]["required"] == ["days", "from"]
+    assert sent["properties"]["customer"] == {"type": "string"}
+    # the nulls it sent for what was optional are dropped, so defaults apply as without the rewrite
+    assert done.tool_calls[0].arguments == {"customer": "ACME", "window": {"days": 7}}

@@ -27,7 +27,7 @@ from openai.types.responses.response_output_text import AnnotationFileCitation, 
 from fakes.responses_server import FakeResponsesServer, response_reply
 from toolcrib import Gate, GroupPolicy, Identifier, Principal, Registry, Runner, RunnerSettings, Tracer, tool
 from toolcrib.errors import ConfigError
-from toolcrib.models.responses import OpenAIResponsesModel
+from toolcrib.models.responses import OpenAIResponsesModel, access_filter
 from toolcrib.trace.events import Event, EventKind
 from toolcrib.websearch.results import citation_id
 
@@ -83,7 +83,7 @@ def test_file_search_results_are_cited_and_the_call_is_the_providers(server: Fak
 
     (request,) = server.requests
     assert request.body["tools"] == [{"type": "file_search", "vector_store_ids": ["vs_docs"],
-                                      "max_num_results": 5}]
+                                      "max_num_results": 5, "filters": access_filter(["support"])}]
     assert request.body["include"] == ["file_search_call.results"]
     assert answer.outcome == "answered" and RAN == []  # the gate ran nothing: the provider searched
     assert answer.text == "Unused parts can be returned within 30 days of delivery. [file#file-Ret123]"
@@ -102,6 +102,30 @@ def test_file_search_results_are_cited_and_the_call_is_the_providers(server: Fak
     assert [r["text"] for r in hosted.detail["results"]] == [QUOTE, "Refunds are paid to the original payment method."]
     assert Event.from_dict(hosted.to_dict()) == hosted  # the trace reads back
     assert not any(e.kind == EventKind.CALL_PROPOSED for e in events)  # nothing the gate was asked
+
+
+def test_a_hosted_file_search_reads_only_what_the_signed_in_principal_may(server: FakeResponsesServer) -> None:
+    server.queue(*[response_reply("Returns are accepted within 30 days.")] * 4)
+    _ask(server, "What is the return policy?", {"file_search": {"vector_store_ids": ["vs_docs"]}})
+    asked = len(server.requests)
+    configured = {"type": "eq", "key": "region", "value": "eu"}
+    _ask(server, "What is the return policy?",
+         {"file_search": {"vector_store_ids": ["vs_docs"], "filters": configured}})
+
+    first, second = (server.requests[n].body["tools"][0]["filters"] for n in (0, asked))
+    readable = {"type": "or", "filters": [{"type": "eq", "key": "toolcrib_public", "value": True},
+                                          {"type": "eq", "key": "toolcrib_access_support", "value": True}]}
+    assert first == readable  # alice's groups (from the session) and public files: nothing else
+    assert second == {"type": "and", "filters": [configured, readable]}  # the workspace's own filter still holds
+
+
+def test_the_access_attribute_of_a_group_is_a_valid_key_whatever_its_name() -> None:
+    from toolcrib.models.responses import access_attribute
+
+    assert access_attribute("*") == "toolcrib_public"
+    assert access_attribute("hr") == "toolcrib_access_hr"
+    odd = access_attribute("Finance & Legal (EMEA) " * 3)
+    assert odd.startswith("toolcrib_access_h") and len(odd) <= 64 and odd != access_attribute("finance")
 
 
 def test_url_citations_become_web_citations_like_the_builtin(server: FakeResponsesServer) -> None:

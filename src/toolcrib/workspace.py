@@ -328,8 +328,9 @@ class Workspace:
 
     @property
     def artifacts_dir(self) -> Path:
-        """Where the files a ``code_interpreter`` run produced are kept, one folder per run."""
-        return self.state_dir / "artifacts" / "code_interpreter"
+        """Where tools keep the files they produce (``code_interpreter/<run id>/`` for the code interpreter);
+        an artifact's id is its path under this folder."""
+        return self.state_dir / "artifacts"
 
     def _builtin_tool(self, name: str) -> Tool:
         if name == "web_search":

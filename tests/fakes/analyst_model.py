@@ -1,6 +1,7 @@
 """A deterministic model for "what is the average price of our HLV parts?" on the demo: it asks sql_query
 for the rows, hands them to code_interpreter as its ``inputs``, and answers from the computed value.
-(``--model function:tests/fakes/analyst_model.py:analyst``, in loop mode.)"""
+Asked for a chart, its code also saves one. (``--model function:tests/fakes/analyst_model.py:analyst``, in
+loop mode.)"""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ df = pd.DataFrame(inputs["rows"], columns=inputs["columns"])
 print(df.to_string(index=False))
 round(float(df["price_usd"].mean()), 2)
 """
+CHART = "df.plot(x='part_number', y='price_usd', kind='bar').figure.savefig('prices.png')\n"
 
 
 def _payload(message: Message) -> dict[str, Any]:
@@ -32,7 +34,9 @@ def analyst(messages: list[Message], tools: list[ToolSpec] | None) -> Completion
     if not payload.get("ok"):
         return f"The calculation failed: {payload.get('error', {}).get('message', '')}"
     if last.name == "sql_query":
-        return _call("code_interpreter", code=CODE, inputs=payload["data"])
+        chart = "chart" in next(m.content for m in messages if m.role == "user").lower()
+        code = "import matplotlib\n" + CODE.replace("round(", CHART + "round(") if chart else CODE
+        return _call("code_interpreter", code=code, inputs=payload["data"])
     return f"The average price of our HLV parts is ${payload['data']['result']:.2f}."
 
 

@@ -17,7 +17,7 @@ from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
-from toolcrib.models.base import Completion, HostedCall, Message, Model, ToolCall, ToolSpec
+from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderScoped, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding
@@ -295,8 +295,11 @@ class Runner:
 
     def _complete(self, run: _Run, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
                   tool_choice: Literal["auto", "none", "required"] = "auto") -> Completion:
-        reply = self.model.complete(run.messages, specs or None, tool_choice=tool_choice,
-                                    max_tokens=self.settings.max_tokens)
+        model = self.model
+        if isinstance(model, ReaderScoped):  # a provider that reads documents reads only the principal's
+            model = model.for_reader(sorted(run.principal.groups))
+        reply = model.complete(run.messages, specs or None, tool_choice=tool_choice,
+                               max_tokens=self.settings.max_tokens)
         run.tokens_in += reply.tokens_in
         run.tokens_out += reply.tokens_out
         if decided_by == "model":

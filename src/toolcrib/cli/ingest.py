@@ -76,7 +76,7 @@ def _to_vector_store(ws: Workspace, name: str, paths: list[Path], *, wait_s: flo
     sync = VectorStoreSync(base_url=base_url, api_key=api_key, api_version=api_version, wait_s=wait_s,
                            progress=progress)
     try:
-        report = sync.sync(name, targets)
+        report = sync.sync(name, targets, default_access=ws.config.retrieval.default_access)
     finally:
         sync.close()
         progress.finish()

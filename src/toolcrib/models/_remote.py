@@ -20,15 +20,15 @@ import logging
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import httpx
 
 from toolcrib.errors import ConfigError, ModelUnavailable
-from toolcrib.models.base import Model, ToolCall
+from toolcrib.models.base import Model, ToolCall, ToolSpec
 from toolcrib.models.textcalls import new_call_id
 
 if TYPE_CHECKING:
@@ -251,6 +251,81 @@ def tool_call_from_json(call_id: str | None, name: str, arguments: object) -> To
         return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=text,
                         parse_error=f"arguments must be a JSON object, got {type(parsed).__name__}")
     return ToolCall(id=call_id, name=name, arguments=parsed, raw_arguments=text)
+
+
+def openai_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` as OpenAI's strict mode (function tools with ``strict: true``) takes it: every object
+    lists all its properties as required, and one that was optional accepts null instead. A null the
+    model sends for such a property means "not given": ``drop_optional_nulls`` removes it again, so
+    the gate validates exactly what it would have without the rewrite (defaults apply)."""
+    strict: dict[str, Any] = _strict_node(schema)
+    return strict
+
+
+def _strict_node(node: Any) -> Any:
+    if not isinstance(node, Mapping):
+        return node
+    out = dict(node)
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(out.get(key), Mapping):
+            out[key] = _strict_node(out[key])
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(out.get(key), list):
+            out[key] = [_strict_node(n) for n in out[key]]
+    for key in ("$defs", "definitions"):
+        if isinstance(out.get(key), Mapping):
+            out[key] = {name: _strict_node(n) for name, n in out[key].items()}
+    properties = out.get("properties")
+    if isinstance(properties, Mapping):
+        required = set(out.get("required") or ())
+        out["properties"] = {name: _strict_node(p) if name in required else _nullable(_strict_node(p))
+                             for name, p in properties.items()}
+        out["required"] = list(properties)
+    return out
+
+
+def _nullable(schema: Any) -> Any:
+    if not isinstance(schema, Mapping):
+        return schema
+    kind = schema.get("type")
+    if "enum" in schema and None not in schema["enum"]:
+        schema = {**schema, "enum": [*schema["enum"], None]}
+    if isinstance(kind, str):
+        return schema if kind == "null" else {**schema, "type": [kind, "null"]}
+    if isinstance(kind, list):
+        return schema if "null" in kind else {**schema, "type": [*kind, "null"]}
+    if isinstance(schema.get("anyOf"), list):
+        if any(isinstance(o, Mapping) and o.get("type") == "null" for o in schema["anyOf"]):
+            return schema
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def drop_optional_nulls(calls: tuple[ToolCall, ...], tools: Sequence[ToolSpec] | None) -> tuple[ToolCall, ...]:
+    """The calls without the null arguments ``openai_strict`` made the model send for optional
+    properties (top level and nested objects); any other value, a null for a required property
+    included, is left for the gate to judge."""
+    schemas = {t.name: t.parameters for t in tools or ()}
+    out = []
+    for call in calls:
+        schema = schemas.get(call.name)
+        cleaned = _without_nulls(call.arguments, schema) if schema and not call.parse_error else call.arguments
+        out.append(call if cleaned == call.arguments else replace(call, arguments=cleaned))
+    return tuple(out)
+
+
+def _without_nulls(value: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return value
+    required = set(schema.get("required") or ())
+    out = {}
+    for name, item in value.items():
+        if item is None and name in properties and name not in required:
+            continue
+        sub = properties.get(name)
+        out[name] = _without_nulls(item, sub) if isinstance(item, dict) and isinstance(sub, Mapping) else item
+    return out
 
 
 def wire_arguments(call: ToolCall) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
 
@@ -155,4 +156,16 @@ class Loadable(Protocol):
 
     def load(self) -> float:
         """Load now; return the milliseconds it took (0 when already loaded)."""
+        ...
+
+
+@runtime_checkable
+class ReaderScoped(Protocol):
+    """The capability of a backend whose provider reads documents itself (the Responses API's hosted
+    ``file_search``): it must read only what the principal a reply is for may read. The runner asks
+    every reply of such a backend through ``for_reader(groups)``, with the principal's groups from the
+    session. Checked with ``isinstance(model, ReaderScoped)``."""
+
+    def for_reader(self, groups: Sequence[str]) -> Model:
+        """This backend, limited to the documents readers in ``groups`` may read."""
         ...

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -33,10 +34,12 @@ from toolcrib.models._remote import (
     SDKErrors,
     common_settings,
     count,
+    drop_optional_nulls,
     ensure_network_allowed,
     guarded_http_client,
     mapping_setting,
     model_setting,
+    openai_strict,
     tool_call_from_json,
     url_setting,
     wire_arguments,
@@ -150,7 +153,8 @@ class OpenAIChatModel(RemoteModel):
         reply = self._call(lambda: self._client.chat.completions.create(
             **fields, extra_body=self.extra_body or None, extra_headers=self._headers))
         ms = (time.perf_counter() - started) * 1000.0
-        return self._completion(reply, ms, tools_offered=bool(tools) and tool_choice != "none")
+        completion = self._completion(reply, ms, tools_offered=bool(tools) and tool_choice != "none")
+        return replace(completion, tool_calls=drop_optional_nulls(completion.tool_calls, tools))
 
     def request_body(
         self,
@@ -235,4 +239,5 @@ def _wire_message(message: Message) -> dict[str, Any]:
 
 def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": {"name": spec.name, "description": spec.description,
-                                             "parameters": spec.parameters, "strict": spec.strict}}
+                                             "parameters": openai_strict(spec.parameters) if spec.strict
+                                             else spec.parameters, "strict": spec.strict}}

@@ -39,19 +39,27 @@ the runner records each as a ``call_executed`` decided by the provider. What the
 citable only as the provider returned it: a file passage as ``file#<file id>`` (its quoted text), a
 web page as ``web#<hash of the URL>`` (as the ``web_search`` builtin cites it); the reply's
 ``file_citation`` / ``url_citation`` annotations become ``[id]`` markers in the text at the place the
-provider put them. A hosted file search does not know toolcrib's document ``access`` groups: every
-principal who may use the model searches the whole vector store.
+provider put them.
+
+A hosted file search reads only what the principal may: ``toolcrib ingest --to openai-vector-store``
+gives each file one boolean attribute per group of its ``access`` list (``toolcrib_access_GROUP``, and
+``toolcrib_public`` for everyone), and every request made for a principal carries a ``filters`` clause
+matching their groups (and the configured ``filters``, if any, with ``and``). A file attached to the
+store by other means carries no such attribute and is found by no one until it is given one.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from toolcrib.errors import ConfigError, LimitExceeded, ModelUnavailable
@@ -60,8 +68,10 @@ from toolcrib.models._remote import (
     bool_setting,
     common_settings,
     count,
+    drop_optional_nulls,
     mapping_setting,
     model_setting,
+    openai_strict,
     tool_call_from_json,
     url_setting,
     wire_arguments,
@@ -90,6 +100,26 @@ _HOSTED_INCLUDE = {"file_search": "file_search_call.results", "web_search": "web
 _HOSTED_ITEMS = {"file_search_call": "file_search", "web_search_call": "web_search",
                  "code_interpreter_call": "code_interpreter"}
 _QUOTE = 2000  # characters of one file_search result kept as its quote
+PUBLIC_ATTRIBUTE, ACCESS_PREFIX = "toolcrib_public", "toolcrib_access_"
+_PLAIN_GROUP = re.compile(r"[A-Za-z0-9_.:-]{1,40}")
+
+
+def access_attribute(group: str) -> str:
+    """The vector-store file attribute (a key of at most 64 characters) that lets readers in ``group``
+    read the file: ``toolcrib_public`` for everyone (``*``); a group name other than plain letters,
+    digits and ``_.:-`` (or longer than 40) by a hash of it."""
+    if group == "*":
+        return PUBLIC_ATTRIBUTE
+    name = group if _PLAIN_GROUP.fullmatch(group) else "h" + hashlib.sha256(group.encode()).hexdigest()[:24]
+    return ACCESS_PREFIX + name
+
+
+def access_filter(groups: Sequence[str], configured: Any = None) -> dict[str, Any]:
+    """A file_search ``filters`` value that finds only the files readers in ``groups`` may read, combined
+    with ``configured`` (the workspace's own filter) by ``and``."""
+    readable = {"type": "or", "filters": [{"type": "eq", "key": access_attribute(g), "value": True}
+                                          for g in sorted({*groups, "*"})]}
+    return readable if configured is None else {"type": "and", "filters": [configured, readable]}
 
 
 class OpenAIResponsesModel(RemoteModel):
@@ -132,6 +162,16 @@ class OpenAIResponsesModel(RemoteModel):
         self._continuable: OrderedDict[tuple[str, tuple[str, ...]], str] = OrderedDict()
         self._lock = threading.Lock()
 
+    def for_reader(self, groups: Sequence[str]) -> OpenAIResponsesModel:
+        """This model with its hosted file_search limited to the files readers in ``groups`` may read (see
+        the module docstring); itself when no file_search is configured. Shares the client and state."""
+        if "file_search" not in self.hosted_tools:
+            return self
+        scoped = copy.copy(self)
+        scoped._hosted = [{**p, "filters": access_filter(groups, p.get("filters"))} if p["type"] == "file_search"
+                          else p for p in self._hosted]
+        return scoped
+
     @classmethod
     def from_spec(cls, rest: str, settings: Mapping[str, Any]) -> OpenAIResponsesModel:
         """Build from ``openai-responses:MODEL`` and settings; the environment is read here."""
@@ -165,6 +205,7 @@ class OpenAIResponsesModel(RemoteModel):
             **body, extra_body=self.extra_body or None, extra_headers=self._headers))
         ms = (time.perf_counter() - started) * 1000.0
         completion = self._completion(response, ms, max_tokens)
+        completion = replace(completion, tool_calls=drop_optional_nulls(completion.tool_calls, tools))
         if self.store and completion.tool_calls:
             self._remember(messages, completion.tool_calls, str(response.id))
         return completion
@@ -383,7 +424,8 @@ def input_items(messages: list[Message]) -> list[dict[str, Any]]:
 
 def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "name": spec.name, "description": spec.description,
-            "parameters": spec.parameters, "strict": spec.strict}
+            "parameters": openai_strict(spec.parameters) if spec.strict else spec.parameters,
+            "strict": spec.strict}
 
 
 def _fingerprint(messages: list[Message]) -> str:

@@ -3,9 +3,12 @@
 
 The store is found by name or created; each document (the files ``toolcrib ingest`` reads) is uploaded
 (``files.create``, purpose ``assistants``) and attached (``vector_stores.files.create``) with its
-workspace path and content hash as attributes, so running it again uploads only what changed, replaces
-a changed file and removes one no longer in the workspace; files the store holds without those
-attributes (attached by someone else) are left alone. Processing is polled (every 0.25 s at first,
+workspace path, a hash of its content and access list, and one boolean attribute per group of its
+``access`` list (``models.responses.access_attribute``: what the hosted file_search filters on, so a
+principal finds only what they may read) as attributes, so running it again uploads only what changed,
+replaces a changed file (or one whose access changed) and removes one no longer in the workspace; files
+the store holds without those attributes (attached by someone else) are left alone. A file's
+attributes are at most 16, so a document may name at most 14 access groups. Processing is polled (every 0.25 s at first,
 then up to every ``poll_s``), bounded by ``wait_s``; a later run waits again for what was still processing.
 
 Built on the ``openai`` SDK with the network guard every model backend has (tests reach only loopback);
@@ -16,14 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolcrib.errors import ModelUnavailable, OperatorError
 from toolcrib.models._remote import _SECRETISH, _error_detail
-from toolcrib.retrieval.loaders import SUPPORTED_SUFFIXES, discover
+from toolcrib.models.responses import access_attribute
+from toolcrib.retrieval.documents import EVERYONE
+from toolcrib.retrieval.loaders import SUPPORTED_SUFFIXES, UnreadableDocument, discover, load_document
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -34,6 +39,7 @@ _T = TypeVar("_T")
 # OpenAI's file_search knows .md, .txt and .html; toolcrib also reads these spellings of them
 _UPLOAD_SUFFIX = {".markdown": ".md", ".text": ".txt", ".htm": ".html"}
 PATH_ATTRIBUTE, HASH_ATTRIBUTE = "toolcrib_path", "toolcrib_sha256"
+MAX_ACCESS_GROUPS = 14  # of the 16 attributes a vector-store file may have, after path and hash
 
 
 @dataclass
@@ -65,7 +71,8 @@ class StoreReport:
 class _Local:
     path: str  # relative to the folder it was found in, as toolcrib ingest names it
     file: Path
-    sha256: str
+    sha256: str  # of the content and the access list
+    access: tuple[str, ...]
 
 
 class VectorStoreSync:
@@ -88,9 +95,10 @@ class VectorStoreSync:
     def close(self) -> None:
         self._client.close()
 
-    def sync(self, name: str, paths: Iterable[Path]) -> StoreReport:
-        """Find or create the store ``name``, upload what changed, remove what is gone, wait for processing."""
-        local, skipped = _documents(paths)
+    def sync(self, name: str, paths: Iterable[Path], *, default_access: Sequence[str] = (EVERYONE,)) -> StoreReport:
+        """Find or create the store ``name``, upload what changed, remove what is gone, wait for processing.
+        ``default_access``: the access list of a document whose metadata names none (the workspace's)."""
+        local, skipped = _documents(paths, default_access)
         store, created = self._store(name)
         report = StoreReport(store.id, name, created=created, skipped=skipped)
         held = {} if created else self._held(store.id)  # workspace path -> (file id, sha256, status)
@@ -144,8 +152,7 @@ class VectorStoreSync:
         uploaded = self._call(f"uploading {doc.path}", lambda: self._client.files.create(
             file=(upload_name, content), purpose="assistants", extra_headers=self._headers))
         self._call(f"attaching {doc.path}", lambda: self._client.vector_stores.files.create(
-            store_id, file_id=uploaded.id, attributes={PATH_ATTRIBUTE: doc.path[:512], HASH_ATTRIBUTE: doc.sha256},
-            extra_headers=self._headers))
+            store_id, file_id=uploaded.id, attributes=_attributes(doc), extra_headers=self._headers))
         return str(uploaded.id)
 
     def _remove(self, store_id: str, file_id: str) -> None:
@@ -213,8 +220,14 @@ class VectorStoreSync:
         return _SECRETISH.sub("***", text)[:300]
 
 
-def _documents(paths: Iterable[Path]) -> tuple[list[_Local], list[tuple[str, str]]]:
-    """The files ``toolcrib ingest`` would read under ``paths`` (by relative path), and those skipped."""
+def _attributes(doc: _Local) -> dict[str, str | float | bool]:
+    return {PATH_ATTRIBUTE: doc.path[:512], HASH_ATTRIBUTE: doc.sha256,
+            **{access_attribute(group): True for group in doc.access}}
+
+
+def _documents(paths: Iterable[Path], default_access: Sequence[str]) -> tuple[list[_Local], list[tuple[str, str]]]:
+    """The files ``toolcrib ingest`` would read under ``paths`` (by relative path) with their access lists,
+    and those skipped (with why)."""
     found: list[_Local] = []
     skipped: list[tuple[str, str]] = []
     for file, root in discover(paths):
@@ -222,5 +235,16 @@ def _documents(paths: Iterable[Path]) -> tuple[list[_Local], list[tuple[str, str
         if file.suffix.lower() not in SUPPORTED_SUFFIXES:
             skipped.append((rel, f"unsupported file type '{file.suffix or file.name}'"))
             continue
-        found.append(_Local(rel, file, hashlib.sha256(file.read_bytes()).hexdigest()))
+        try:
+            access = load_document(file, root=root, default_access=default_access).meta.access
+        except UnreadableDocument as exc:
+            skipped.append((rel, str(exc)))
+            continue
+        if len(access) > MAX_ACCESS_GROUPS:
+            skipped.append((rel, f"its access list names {len(access)} groups; a vector-store file can carry "
+                                 f"at most {MAX_ACCESS_GROUPS}"))
+            continue
+        digest = hashlib.sha256(file.read_bytes())
+        digest.update(("\0access:" + ",".join(access)).encode())
+        found.append(_Local(rel, file, digest.hexdigest(), access))
     return found, skipped

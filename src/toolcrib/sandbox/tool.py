@@ -6,8 +6,10 @@ space. It sees no network (its own network namespace), no workspace, database, h
 (they are not mounted), the Python installation and its inputs read-only, and a private, size-limited
 tmpfs that disappears when it ends; it runs as an unprivileged user that cannot gain privileges, under
 CPU, memory, process, file-size, wall-time and output limits. What it leaves behind is only what
-toolcrib itself copies out of scratch: the files it produced, kept as artifacts under the workspace
-state folder (``<state>/artifacts/code_interpreter/<run id>/``). So a call reads its inputs and
+toolcrib itself copies out of scratch: the files it produced, kept as artifacts under the workspace's
+artifacts folder (``<state>/artifacts/code_interpreter/<run id>/``), recorded in the trace's
+``call_executed`` event (``detail.artifacts``) and downloadable from the service by whoever may see the
+run. So a call reads its inputs and
 computes; like any READ it runs without approval. It is not cached (each run makes its own artifacts)
 and not retried (a failed run is the model's to fix), and its results are untrusted: the code and its
 inputs may carry content others wrote.
@@ -40,8 +42,11 @@ DESCRIPTION = (
 )
 
 
+FOLDER = "code_interpreter"  # under the artifacts folder
+
+
 class CodeInterpreter:
-    """Runs code in ``sandbox`` and keeps the files it produced under ``artifacts``."""
+    """Runs code in ``sandbox`` and keeps the files it produced under ``artifacts/code_interpreter``."""
 
     def __init__(self, sandbox: Sandbox, artifacts: Path, *, relative_to: Path | None = None) -> None:
         self.sandbox = sandbox
@@ -75,7 +80,7 @@ class CodeInterpreter:
     def _keep(self, run_id: str, produced: dict[str, bytes]) -> list[dict[str, Any]]:
         if not produced:
             return []
-        folder = self.artifacts / run_id
+        folder = self.artifacts / FOLDER / run_id
         folder.mkdir(parents=True, exist_ok=True)
         kept = []
         for name, data in produced.items():
@@ -84,13 +89,21 @@ class CodeInterpreter:
             path.write_bytes(data)
             shown = path.relative_to(self.relative_to) if self.relative_to and path.is_relative_to(
                 self.relative_to) else path
-            kept.append({"name": safe, "path": str(shown), "bytes": len(data),
+            kept.append({"id": f"{FOLDER}/{run_id}/{safe}", "name": safe, "path": str(shown), "bytes": len(data),
                          "media_type": mimetypes.guess_type(safe)[0] or "application/octet-stream"})
         return kept
 
 
+def produced_files(data: Any) -> list[dict[str, Any]]:
+    """The artifacts of one result (``ResultArtifacts``): the files it kept, without where on disk."""
+    files = data.get("files") if isinstance(data, dict) else None
+    return [{k: f[k] for k in ("id", "name", "bytes", "media_type")} for f in files or ()
+            if isinstance(f, dict) and "id" in f]
+
+
 def make_code_interpreter_tool(sandbox: Sandbox, artifacts: Path, *, relative_to: Path | None = None) -> Tool:
-    """A ``code_interpreter`` Tool over ``sandbox`` (READ: see the module docstring for why)."""
+    """A ``code_interpreter`` Tool over ``sandbox`` (READ: see the module docstring for why); the files
+    it produces are kept under ``artifacts`` (the workspace's artifacts folder)."""
     interpreter = CodeInterpreter(sandbox, artifacts, relative_to=relative_to)
 
     async def code_interpreter(
@@ -107,4 +120,4 @@ def make_code_interpreter_tool(sandbox: Sandbox, artifacts: Path, *, relative_to
 
     return make_tool(code_interpreter, name="code_interpreter", description=DESCRIPTION, effect=Effect.READ,
                      timeout_s=sandbox.limits.wall_s + 15.0, idempotent=False, cache_ttl_s=0.0, trusted=False,
-                     tags=("analysis",))
+                     tags=("analysis",), artifacts=produced_files)

@@ -194,6 +194,22 @@ class Service:
         out["proposals"] = [self.desk.view(p) for p in proposals if p is not None]
         return out
 
+    def artifact(self, run_id: str, artifact_id: str, principal: Principal) -> tuple[Path, dict[str, Any]]:
+        """A file a tool of the caller's run produced (as its ``call_executed`` event lists it), and that
+        listing; NotFound for anything else, whatever is on disk."""
+        record = self.runs.get(run_id)
+        if record is None or record.user_id != principal.user_id or record.tenant != principal.tenant:
+            raise NotFound(f"no run '{run_id}'")
+        listed = next((a for e in record.events if e.get("kind") == EventKind.CALL_EXECUTED.value
+                       for a in (e.get("detail") or {}).get("artifacts") or () if a.get("id") == artifact_id), None)
+        root = self.ws.artifacts_dir.resolve()
+        path = (root / artifact_id).resolve()
+        if listed is None or not path.is_relative_to(root):
+            raise NotFound(f"run '{run_id}' produced no file '{artifact_id}'")
+        if not path.is_file():
+            raise NotFound(f"the file '{artifact_id}' is no longer kept")
+        return path, listed
+
     def ingest_status(self, principal: Principal) -> dict[str, Any]:
         index = self.ws.index()
         settings = index.settings()
@@ -406,6 +422,16 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
     def run(run_id: str, principal: Caller) -> dict[str, Any]:
         """The run (the caller's own), its latest Answer, every event, and its proposals with their status."""
         return svc.run_view(run_id, principal)
+
+    @app.get("/v1/runs/{run_id}/artifacts/{artifact_id:path}", tags=["runs"], response_class=FileResponse)
+    def artifact(run_id: str, artifact_id: str, principal: Caller) -> FileResponse:
+        """A file a tool of the caller's run produced (a chart of the code interpreter), as an attachment."""
+        path, listed = svc.artifact(run_id, artifact_id, principal)
+        # never rendered on this origin (an SVG or HTML file is script): downloaded, sniffing off, sandboxed
+        return FileResponse(path, media_type=str(listed.get("media_type") or "application/octet-stream"),
+                            filename=str(listed.get("name") or path.name), content_disposition_type="attachment",
+                            headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox",
+                                     "Cache-Control": "private, no-store"})
 
     @app.post("/v1/runs/{run_id}/resume", tags=["runs"])
     async def resume(run_id: str, request: Request, principal: Caller) -> Response:

@@ -406,7 +406,8 @@ class Gate:
             cctx.tracer.record(EventKind.CALL_EXECUTED, f"Run tool: {tool.name}",
                                decided_by="human" if proposal_id else "code", tool=tool.name, call_id=call.id,
                                effect=tool.effect.value, arguments=arguments, status="ok", proposal_id=proposal_id,
-                               ms=(time.perf_counter() - start) * 1000, detail={"truncated": payload["truncated"]})
+                               ms=(time.perf_counter() - start) * 1000,
+                               detail=self._executed_detail(tool, result, payload))
             if tool.effect is Effect.READ and self.audit is not None:
                 # one record per READ call: group-committed (acknowledged once its batch commits, and
                 # before any later proposal, approval or execution record: see policy/audit.py)
@@ -425,6 +426,13 @@ class Gate:
             cctx.grounding.add(text, source)
         return CallOutcome(call, "ok", payload, effect=tool.effect.value, cached=cached, flags=flags,
                            proposal_id=proposal_id)
+
+    @staticmethod
+    def _executed_detail(tool: Tool, result: _Result, payload: Mapping[str, Any]) -> dict[str, Any]:
+        detail: dict[str, Any] = {"truncated": payload["truncated"]}
+        if tool.artifacts is not None and (files := tool.artifacts(result.data)):
+            detail["artifacts"] = files
+        return detail
 
     @staticmethod
     def _asked_by_user(call: ToolCall, tool: Tool, cctx: CallContext) -> bool:

@@ -65,6 +65,10 @@ ResourceVersion = Callable[[dict[str, Any], ToolContext], str]
 # Splits a READ's result into the texts it holds, each with its source (a search result: one per
 # passage, labelled by its document). Without it, the whole result is one text from the tool.
 ResultSources = Callable[[Any], list[tuple[Source, str]]]
+# the files one result of a tool produced, each {"id", "name", "bytes", "media_type"}; ``id`` is the file's
+# path under the workspace's artifacts folder, where the tool kept it (recorded in the trace, and what
+# the service's download of a run's artifacts serves)
+ResultArtifacts = Callable[[Any], list[dict[str, Any]]]
 
 def _name_words(name: str) -> list[str]:
     """``get_most_recent_transactions`` -> get, most, recent, transactions: the verb first."""
@@ -125,6 +129,7 @@ class ToolOptions(TypedDict, total=False):
     intent: Sequence[str]
     untrusted_fields: Sequence[str]
     inline: bool
+    artifacts: ResultArtifacts | None
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,7 @@ class Tool:
     # running on the loop, so ``timeout_s`` does not bound it, and the loop, with every other run
     # on it, waits for it: declare only short, pure, non-blocking functions inline (no I/O, no locks).
     inline: bool = False
+    artifacts: ResultArtifacts | None = None  # the files a result produced (see ResultArtifacts)
     # derived (not constructor arguments): whether the arguments may be validated as Python objects
     # with the same results as validating their JSON text (see ``_validates_as_python``)
     _python_args: bool = field(default=False, init=False, repr=False, compare=False)
@@ -436,6 +442,7 @@ def assemble_tool(
         intent=tuple(options.get("intent", ())),
         untrusted_fields=tuple(options.get("untrusted_fields", ())),
         inline=options.get("inline", False),
+        artifacts=options.get("artifacts"),
     )
 
 

@@ -297,6 +297,12 @@
           details.push(h("div", { class: "small quote", text: d.text.length > 240 ? `${d.text.slice(0, 240)}…` : d.text }));
         }
         break;
+      case "call_executed":
+        for (const a of Array.isArray(d.artifacts) ? d.artifacts : []) {
+          details.push(h("button", { type: "button", class: "artifact", "data-testid": "artifact",
+            text: `⤓ ${a.name} (${a.bytes} bytes)`, onclick: () => download(event.run_id, a) }));
+        }
+        break;
       case "call_approved":
         if (d.approver) details.push(h("div", { class: "small", text: `approved by ${d.approver}` }));
         break;
@@ -321,6 +327,22 @@
         details));
     $("steps").append(item);
     item.scrollIntoView({ block: "nearest" });
+  }
+
+  /** Downloads a file a tool of the run produced (the request needs the key, so not a plain link). */
+  async function download(runId, artifact) {
+    try {
+      const res = await api("GET", `/v1/runs/${encodeURIComponent(runId)}/artifacts/${artifact.id.split("/")
+        .map(encodeURIComponent).join("/")}`, undefined, { stream: true });
+      const url = URL.createObjectURL(await res.blob());
+      const link = h("a", { href: url, download: artifact.name });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (err) {
+      say(`Could not download ${artifact.name}: ${describe(err)}`, "bad");
+    }
   }
 
   function addDivider(text) {
