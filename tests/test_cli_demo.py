@@ -88,7 +88,9 @@ def test_two_calls_in_one_turn_the_extra_one_is_dropped_and_traced(ws: Path, tmp
                                               {"name": "lookup_stock", "arguments": {"part_number": "HLV-2205"}}]},
                               "HLV-2205 costs $52.00 [lookup_part#1]."])
     answer = ask_json(ws, "What does part HLV-2205 cost, and is it in stock?", model)
-    assert [c["name"] for c in answer["executed"]] == ["lookup_part"]
+    # the model's second call is dropped (one decision in single mode); code then plans the lookup the
+    # request's second ask names, as its own decision (see test_planned_lookups.py)
+    assert [c["name"] for c in answer["executed"]] == ["lookup_part", "lookup_stock"]
     assert answer["refused"] == [{"id": "call_1_2", "name": "lookup_stock", "arguments": {"part_number": "HLV-2205"},
                                   "status": "dropped", "error": {"code": "dropped", "message":
                                   "single-call mode runs only the first proposed call"}}]

@@ -101,6 +101,7 @@ def test_secrets_are_redacted_in_arguments_and_details(tmp_path: Path) -> None:
     tracer.record(EventKind.CALL_PROPOSED, "Proposed", decided_by="model", tool="login",
                   arguments={"api_key": "abc", "q": "hi"})
     tracer.record(EventKind.CALL_FAILED, "Failed", detail={"internal": "Authorization: Bearer sk-abcdefghijklmnop"})
+    tracer.close()  # the run's end: its lines are written
     raw = (tmp_path / f"{tracer.trace_id}.jsonl").read_text()
     assert "sk-abcdefghijklmnop" not in raw and '"abc"' not in raw
     assert read_events(tmp_path / f"{tracer.trace_id}.jsonl")[0].arguments == {"api_key": "[redacted]", "q": "hi"}
@@ -211,3 +212,15 @@ def test_a_run_paused_for_approval_finishes_with_an_interrupt_naming_the_proposa
     assert finished.outcome.type == "interrupt"
     assert [(i.id, i.reason, i.tool_call_id) for i in finished.outcome.interrupts] == [
         (held.proposal_id, "approval_required", held.call_id)]
+
+
+def test_the_jsonl_exporter_writes_every_line_of_many_interleaved_runs(tmp_path: Path) -> None:
+    exporter = JsonlExporter(tmp_path, open_files=3)  # fewer open files than runs: files are closed and reopened
+    tracers = [Tracer([exporter]) for _ in range(8)]
+    for n in range(50):
+        for tracer in tracers:
+            tracer.record(EventKind.MODEL_DECISION, f"step {n}", detail={"n": n})
+    for tracer in tracers:
+        tracer.close()  # each run's end: its lines are on disk when this returns
+        events = read_events(tmp_path / f"{tracer.trace_id}.jsonl")
+        assert [e.detail["n"] for e in events] == list(range(50))

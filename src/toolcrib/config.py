@@ -37,6 +37,9 @@ class ToolsSection(_Section):
     # Offer a tool only once the request or a tool result names what its required identifier looks
     # like; otherwise a model could only call it with an invented id (which the gate would refuse).
     offer_only_groundable: bool = True
+    # Single mode: code adds the obvious lookups the model's one call left out (a lookup the request
+    # names by what it reads, with the identifier the request or a trusted result holds).
+    plan_lookups: bool = True
     # Provenance. Tools whose results are content others wrote (e-mails, web pages, supplier portals).
     untrusted: list[str] = Field(default_factory=list)
     # Per tool, the arguments that must come from the user or a trusted source.

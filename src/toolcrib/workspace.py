@@ -523,7 +523,7 @@ class Workspace:
             limits=Limits(rounds=lim.rounds, tool_calls=lim.tool_calls, wall_s=lim.wall_s, tokens=lim.tokens),
             require_evidence=cfg.workspace.require_evidence, name=cfg.workspace.name,
             system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens,
-            offer_only_groundable=cfg.tools.offer_only_groundable,
+            offer_only_groundable=cfg.tools.offer_only_groundable, plan_lookups=cfg.tools.plan_lookups,
             search_when_nothing_found=cfg.retrieval.search_when_nothing_found)
         return Runner(model or self.model(), gate or self.gate(), settings, resources=self.resources,
                       tracer_factory=self.tracer_factory(), runs=self.run_store)

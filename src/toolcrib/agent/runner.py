@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 import uuid
@@ -21,8 +22,9 @@ from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderS
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding
-from toolcrib.tools.registry import tool_specs
+from toolcrib.tools.registry import Offer, tool_specs
 from toolcrib.tools.result import CallOutcome
+from toolcrib.tools.tool import Effect
 from toolcrib.trace.events import DecidedBy, EventKind
 from toolcrib.trace.tracer import TraceExporter, Tracer
 
@@ -91,6 +93,11 @@ class Limits:
     tokens: int = 32000
 
 
+# a request that asks two things: "what does X cost and how often should it be replaced?"
+_TWO_ASKS = re.compile(r"\?\s+\S[^?]*\?|\b(?:and|but)\s+(?:how|what|when|where|which|who|why|whether|is|are|does|"
+                       r"do|did|can|should|must)\b", re.I)
+
+
 @dataclass
 class RunnerSettings:
     mode: Mode = "single"
@@ -101,6 +108,7 @@ class RunnerSettings:
     max_tokens: int = 400
     offer_only_groundable: bool = True  # withhold tools whose required identifier the run has not seen
     search_when_nothing_found: bool = True  # code searches the documents once if no tool found anything
+    plan_lookups: bool = True  # single mode: code adds the obvious lookups the model's one call left out
 
 
 @dataclass
@@ -225,15 +233,19 @@ class Runner:
         return _Run(question, principal, tracer, cctx,
                     [Message("system", system), Message("user", question)], run_id, mode)
 
-    def _offer(self, run: _Run) -> list[ToolSpec]:
-        """Decide what the model is offered now; the gate refuses anything else (``not_offered``)."""
-        offer = self.gate.offer(run.principal, run.cctx.grounding if self.settings.offer_only_groundable else None)
+    def _offer(self, run: _Run, offer: Offer | None = None) -> list[ToolSpec]:
+        """Decide what the model (or code) is offered now, and record it; the gate refuses anything
+        else (``not_offered``)."""
+        offer = offer if offer is not None else self._current_offer(run)
         run.cctx.offer = offer
         detail: dict[str, Any] = {"offered": offer.names, "withheld": dict(offer.withheld)}
         if self.model.hosted_tools:  # run by the provider, by workspace configuration: not the gate's to offer
             detail["hosted"] = list(self.model.hosted_tools)
         run.tracer.record(EventKind.TOOLS_OFFERED, "Offer tools", detail=detail)
         return tool_specs(offer.tools)
+
+    def _current_offer(self, run: _Run) -> Offer:
+        return self.gate.offer(run.principal, run.cctx.grounding if self.settings.offer_only_groundable else None)
 
     async def _single(self, run: _Run) -> Answer:
         specs = self._offer(run)
@@ -257,7 +269,58 @@ class Runner:
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
         if pending:
             return self._pause(run, pending)
+        if outcomes[0].ok and outcomes[0].effect == Effect.READ.value:
+            await self._planned_lookups(run, call)
         return await self._finish_with_final_ask(run)
+
+    async def _planned_lookups(self, run: _Run, made: ToolCall) -> None:
+        """Single mode: the obvious lookups the model's one call left out, proposed by code. A lookup by
+        one identifier (``Tool.lookup_key``) that the request names by what it reads ("how many do we
+        have in stock": lookup_stock) and did not get from the model, with the one identifier of its
+        shape that the request holds, or else that exactly one result of the run's own (trusted) tools
+        holds when the model looked up another kind of thing ("the part ordered in ORD-1005": the order's
+        part). At most two, run together through the gate like any call; WRITE/ACTUATE tools are never
+        planned."""
+        if not self.settings.plan_lookups:
+            return
+        offer = self._current_offer(run)  # what the run may use now: a result may have named an identifier
+        two_asks = bool(_TWO_ASKS.search(run.question))
+        # an identifier the model looked up is looked up again by another tool only for a second ask
+        # ("what does F2 cost and is it in stock?"), not for one ask that names both ("is part F2 in stock?")
+        looked_up = {str(v).casefold() for v in made.arguments.values()}
+        used = set() if two_asks else looked_up
+        trusted = [json.dumps(o.payload.get("data"), ensure_ascii=False, default=str) for o in run.outcomes
+                   if o.ok and (t := self.gate.registry.get(o.call.name)) is not None and t.trusted]
+        planned: list[ToolCall] = []
+        for tool in offer.tools:
+            key = tool.lookup_key()
+            if key is None or tool.name == made.name or not tool.named_by(run.question):
+                continue
+            name, shape = key
+            pattern = re.compile(rf"(?<![\w-])(?:{shape})(?![\w-])")
+            found = [m.group(0) for m in pattern.finditer(run.question) if m.group(0).casefold() not in used]
+            if not found:
+                if name in made.arguments:  # the same kind of thing the model looked up: no chain to follow
+                    continue
+                found = list(dict.fromkeys(m.group(0) for text in trusted for m in pattern.finditer(text)
+                                           if m.group(0).casefold() not in looked_up))
+                if len(found) != 1:
+                    continue
+            planned.append(ToolCall(f"code_{run.calls + len(planned) + 1}", tool.name, {name: found[0]}))
+            if len(planned) == 2:
+                break
+        if not planned:
+            if two_asks and "retrieval" not in self._tags(made.name):
+                await self._search_documents(run, reason="the request asks two things and the model's one call "
+                                                        "looked up records only")
+            return
+        self._offer(run, offer)
+        for call in planned:
+            run.tracer.record(EventKind.CALL_PROPOSED, f"Planned: {call.name}", decided_by="code", tool=call.name,
+                              call_id=call.id, arguments=dict(call.arguments),
+                              detail={"reason": "the request names what this lookup reads, and holds its identifier"})
+        run.messages.append(Message("assistant", "", tool_calls=tuple(planned)))
+        self._observe(run, await self.gate.run_many(planned, run.cctx))
 
     async def _loop(self, run: _Run) -> Answer:
         limits = self.settings.limits
@@ -349,12 +412,17 @@ class Runner:
     def _grounded(self, run: _Run) -> bool:
         return run.evidence.useful
 
-    async def _search_documents(self, run: _Run) -> bool:
+    def _tags(self, name: str) -> frozenset[str]:
+        tool = self.gate.registry.get(name)
+        return tool.tags if tool is not None else frozenset()
+
+    async def _search_documents(self, run: _Run, *, reason: str = "") -> bool:
         """When the model's choices found nothing, code searches the documents once with the question
-        (the small model's commonest mistake is a lookup tool for a question about a document).
-        Returns whether it searched."""
-        if (not self.settings.search_when_nothing_found or run.code_searched or run.evidence.useful
-                or run.evidence.searched):
+        (the small model's commonest mistake is a lookup tool for a question about a document); given
+        a ``reason``, also when something was found (single mode's second ask). Returns whether it searched."""
+        if not self.settings.search_when_nothing_found or run.code_searched or run.evidence.searched:
+            return False
+        if run.evidence.useful and not reason:
             return False
         search = next((t for t in self.gate.offer(run.principal).tools if "retrieval" in t.tags), None)
         if search is None:
@@ -363,7 +431,7 @@ class Runner:
         call = ToolCall(f"code_{run.calls + 1}", search.name, {"query": run.question})
         run.tracer.record(EventKind.CODE_SEARCH, f"Search the documents: {search.name}", tool=search.name,
                           call_id=call.id, arguments=dict(call.arguments),
-                          detail={"reason": "no tool call so far found anything"})
+                          detail={"reason": reason or "no tool call so far found anything"})
         run.messages.append(Message("assistant", "", tool_calls=(call,)))
         self._observe(run, [await self.gate.run(call, run.cctx)])
         return True

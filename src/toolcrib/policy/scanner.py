@@ -83,6 +83,18 @@ class PatternScanner:
         compiled = [_compile(c) for c in self.cues]
         self._strong = [c for c in compiled if c.cue.weight >= threshold]
         self._weak = [c for c in compiled if c.cue.weight < threshold]
+        # what the weak cues from i on could still add up to (the best weight of each kind among them)
+        self._weak_reach: list[float] = []
+        for i in range(len(self._weak)):
+            best: dict[str, float] = {}
+            for later in self._weak[i:]:
+                best[later.cue.kind] = max(best.get(later.cue.kind, 0.0), later.cue.weight)
+            self._weak_reach.append(sum(best.values()))
+        # every cue's anchors at once: a text holding none of them (most values of a tool result: a
+        # status, a name, a number) is looked at by the unanchored cues only
+        self._anchor_words = frozenset().union(*(c.words for c in compiled))
+        phrases = [c.phrases.pattern for c in compiled if c.phrases is not None]
+        self._any_phrase = re.compile("|".join(phrases)) if phrases else None
         self.context = context
         self.max_flags = max_flags
         self.threshold = threshold
@@ -92,12 +104,16 @@ class PatternScanner:
         if "\\" in text:
             text = _ESCAPED_BREAKS.sub(" \n", text)
         t = _Text(text)
+        quiet = self._anchor_words.isdisjoint(t.words) and (
+            self._any_phrase is None or self._any_phrase.search(t.lowered) is None)
         hits: list[_Hit] = []
         for c in self._strong:
+            if quiet and (c.words or c.phrases):
+                continue
             hits += self._run(c, t)
             if len(hits) >= self.max_flags:
                 break
-        hits += self._combined(self._weak_hits(t))
+        hits += self._combined(self._weak_hits(t, quiet))
         hits.sort(key=lambda h: (h.start, -h.end))
         kept: list[_Hit] = []
         for h in hits:  # two cues finding the same phrase make one flag
@@ -105,21 +121,18 @@ class PatternScanner:
                 kept.append(h)
         return [self._flag(text, h) for h in kept[:self.max_flags]]
 
-    def _weak_hits(self, t: _Text) -> list[_Hit]:
+    def _weak_hits(self, t: _Text, quiet: bool = False) -> list[_Hit]:
         """Weak cues in order; once those left cannot reach the threshold among themselves, they are
         looked for only near what was already found."""
         hits: list[_Hit] = []
         near: list[tuple[int, int]] | None = None
         for i, c in enumerate(self._weak):
-            if near is None:
-                left: dict[str, float] = {}
-                for later in self._weak[i:]:
-                    left[later.cue.kind] = max(left.get(later.cue.kind, 0.0), later.cue.weight)
-                if sum(left.values()) < self.threshold - 1e-9:
-                    if not hits:
-                        break
-                    near = _merge([(h.start - self.window, h.end + self.window) for h in hits])
-            hits += self._run(c, t, near)
+            if near is None and self._weak_reach[i] < self.threshold - 1e-9:
+                if not hits:
+                    break
+                near = _merge([(h.start - self.window, h.end + self.window) for h in hits])
+            if not (quiet and (c.words or c.phrases)):
+                hits += self._run(c, t, near)
         return hits
 
     def _run(self, c: _Compiled, t: _Text, near: list[tuple[int, int]] | None = None) -> list[_Hit]:

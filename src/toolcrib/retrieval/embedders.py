@@ -82,12 +82,13 @@ class OnnxMiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2, int8 ONNX on onnxruntime: mean-pooled, L2-normalised, 384 dimensions.
 
     The session is loaded once per process and shared; texts are sorted by length and embedded in
-    batches so padding stays short.
+    batches so padding stays short. Small batches (8) are fastest on a 2-core machine: SciFact chunks
+    at 24.5/s against 21.7/s in batches of 32, the same vectors.
     """
 
     dim = 384
 
-    def __init__(self, *, threads: int | None = None, batch_size: int = 32, max_length: int = 256) -> None:
+    def __init__(self, *, threads: int | None = None, batch_size: int = 8, max_length: int = 256) -> None:
         self.threads = threads or min(2, os.cpu_count() or 1)
         self.batch_size = batch_size
         self.max_length = max_length

@@ -112,9 +112,13 @@ def ingest(
     chunks: list[Chunk] = [chunk for document in fresh for chunk in chunker.chunk(document)]
     vectors = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
     embed_started = time.perf_counter()
-    for start in range(0, len(chunks), batch_size):
-        batch = chunks[start:start + batch_size]
-        vectors[start:start + len(batch)] = embedder.embed([chunk.search_text for chunk in batch])
+    # all chunks by length, so each of the embedder's batches pads to a near-equal length (a batch in
+    # document order pads every text to its longest: ~15% of the work on SciFact)
+    texts = [chunk.search_text for chunk in chunks]
+    order = np.argsort([len(text) for text in texts], kind="stable")
+    for start in range(0, len(order), batch_size):
+        batch = order[start:start + batch_size]
+        vectors[batch] = embedder.embed([texts[i] for i in batch])
         if progress:
             progress("embed", start + len(batch), len(chunks))
     report.embed_seconds = time.perf_counter() - embed_started

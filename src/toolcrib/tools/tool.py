@@ -253,6 +253,15 @@ class Tool:
         shapes = dict(self.identifier_shapes)
         return all(grounding.names_identifier(shapes.get(name)) for name in self.identifiers if name in required)
 
+    def lookup_key(self) -> tuple[str, str] | None:
+        """``(parameter, shape)`` when this is a lookup by one identifier: a READ tool whose only required
+        argument is an identifier with a declared shape (lookup_part(part_number)); else None."""
+        required = list(self.parameters.get("required", ()))
+        shapes = dict(self.identifier_shapes)
+        if self.effect is not Effect.READ or len(required) != 1 or required[0] not in shapes:
+            return None
+        return required[0], shapes[required[0]]
+
     def bind(self, values: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Keyword arguments for ``fn``: the validated values plus the context, if declared."""
         if self.context_param is None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import re
 import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from toolcrib.errors import TraceFormatError
 from toolcrib.trace.events import DecidedBy, Event, EventKind, timestamp
@@ -60,23 +62,90 @@ class TraceExporter(ABC):
     def export(self, event: Event) -> None:
         """Receive one event as soon as it is recorded."""
 
+    def flush(self) -> None:
+        """Return once everything exported so far has reached its destination. Default: nothing."""
+
     def close(self) -> None:
-        """Flush and release. Default: nothing."""
+        """Flush and release (the tracer calls it when its run ends). Default: nothing."""
 
 
 class JsonlExporter(TraceExporter):
-    """Appends each event as one JSON line to ``DIR/<trace_id>.jsonl`` (flushed per event)."""
+    """Appends each event as one JSON line to ``DIR/<trace_id>.jsonl``.
 
-    def __init__(self, directory: Path) -> None:
+    The caller only encodes the line: a writer thread appends queued lines to their files (the last
+    ``open_files`` traces' files stay open) and flushes them to the operating system, so a run does not
+    wait on file system calls for each of its events. ``flush`` (and ``close``, which the tracer calls
+    when its run ends) returns once every line exported before it is written; a write that failed is
+    raised there. A process killed mid-run loses at most the lines of the last few milliseconds.
+    """
+
+    def __init__(self, directory: Path, *, open_files: int = 16) -> None:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.open_files = open_files
+        self._files: OrderedDict[str, IO[str]] = OrderedDict()  # the writer thread's alone
+        self._queue: list[tuple[str, str]] = []
+        self._queued = self._written = 0
+        self._failure: OSError | None = None
+        self._changed = threading.Condition()
+        self._writer: threading.Thread | None = None
 
     def path_for(self, trace_id: str) -> Path:
         return self.directory / f"{trace_id}.jsonl"
 
     def export(self, event: Event) -> None:
-        with self.path_for(event.trace_id).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(event.to_dict(), default=str, ensure_ascii=False) + "\n")
+        line = json.dumps(event.to_dict(), default=str, ensure_ascii=False) + "\n"
+        with self._changed:
+            self._queue.append((event.trace_id, line))
+            self._queued += 1
+            if self._writer is None or not self._writer.is_alive():  # none yet, or a forked child's copy
+                self._writer = threading.Thread(target=self._write_queued, name="toolcrib-trace", daemon=True)
+                self._writer.start()
+                atexit.register(self.flush)
+            self._changed.notify_all()
+
+    def flush(self) -> None:
+        with self._changed:
+            target = self._queued
+            while self._written < target and self._writer is not None and self._writer.is_alive():
+                self._changed.wait(0.5)
+            failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def close(self) -> None:
+        self.flush()
+
+    def _write_queued(self) -> None:
+        while True:
+            with self._changed:
+                while not self._queue:
+                    self._changed.wait()
+                batch, self._queue = self._queue, []
+            try:
+                touched: dict[str, IO[str]] = {}
+                for trace_id, line in batch:  # a file evicted from the open ones is closed, so flushed
+                    touched[trace_id] = self._file(trace_id)
+                    touched[trace_id].write(line)
+                for fh in touched.values():
+                    if not fh.closed:
+                        fh.flush()
+            except OSError as exc:
+                with self._changed:
+                    self._failure = exc
+            with self._changed:
+                self._written += len(batch)
+                self._changed.notify_all()
+
+    def _file(self, trace_id: str) -> IO[str]:
+        fh = self._files.get(trace_id)
+        if fh is not None:
+            self._files.move_to_end(trace_id)
+            return fh
+        fh = self._files[trace_id] = self.path_for(trace_id).open("a", encoding="utf-8")
+        while len(self._files) > self.open_files:
+            self._files.popitem(last=False)[1].close()
+        return fh
 
 
 class Tracer:

@@ -1,0 +1,92 @@
+"""Single mode's planned lookups on the demo workspace (scripted model): code adds the obvious READ
+lookups the model's one call left out, recorded as code's decisions, and searches the documents when
+a request asks two things and the model only looked up records."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from toolcrib.cli import main
+from toolcrib.workspace import DEMO_SOURCE
+
+
+@pytest.fixture()
+def ws(tmp_path: Path) -> Path:
+    target = tmp_path / "demo"
+    shutil.copytree(DEMO_SOURCE, target, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
+    return target
+
+
+def ask(ws: Path, question: str, first: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Ask with a model whose one decision is ``first`` (a call), then answers; the Answer and its trace."""
+    script = ws.parent / f"script-{len(list(ws.parent.glob('script-*')))}.yaml"
+    script.write_text(yaml.safe_dump([{"tool_calls": [first]}, "Here is what I found."]), encoding="utf-8")
+    result = CliRunner().invoke(main, ["ask", question, "--model", f"scripted:{script}", "--workspace", str(ws),
+                                       "--mode", "single", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    answer: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    trace = ws / ".toolcrib" / "traces" / f"{answer['trace_id']}.jsonl"
+    return answer, [json.loads(line) for line in trace.read_text().splitlines()]
+
+
+def ran(answer: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(c["name"], c["arguments"]) for c in answer["executed"] if c["status"] == "ok"]
+
+
+def planned(events: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(e["tool"], e["arguments"]) for e in events if e["kind"] == "call_proposed" and e["decided_by"] == "code"]
+
+
+def test_a_lookup_the_request_names_is_added_with_the_identifier_it_holds(ws: Path) -> None:
+    answer, events = ask(ws, "Order ORD-1008 is on hold; how many FUS-T3A15 fuses do we have in stock?",
+                         {"name": "get_order_status", "arguments": {"order_id": "ORD-1008"}})
+    assert ran(answer) == [("get_order_status", {"order_id": "ORD-1008"}),
+                           ("lookup_stock", {"part_number": "FUS-T3A15"})]
+    assert planned(events) == [("lookup_stock", {"part_number": "FUS-T3A15"})]  # code's decision, in the trace
+
+
+def test_a_second_ask_about_the_same_identifier_gets_its_own_lookup(ws: Path) -> None:
+    answer, events = ask(ws, "What does the F2 filter cost, and is it in stock?",
+                         {"name": "lookup_part", "arguments": {"part_number": "F2"}})
+    assert ran(answer) == [("lookup_part", {"part_number": "F2"}), ("lookup_stock", {"part_number": "F2"})]
+    _, events = ask(ws, "Is part F2 in stock?", {"name": "lookup_stock", "arguments": {"part_number": "F2"}})
+    assert planned(events) == []  # one ask that names the part: nothing to add
+
+
+def test_a_chain_follows_the_one_identifier_a_trusted_result_names(ws: Path) -> None:
+    answer, events = ask(ws, "What does the part ordered in ORD-1007 cost?",
+                         {"name": "get_order_status", "arguments": {"order_id": "ORD-1007"}})
+    assert ran(answer)[1:] == [("lookup_part", {"part_number": "PSU-0505"})]  # the order's only item
+    assert planned(events) == [("lookup_part", {"part_number": "PSU-0505"})]
+
+
+def test_nothing_is_added_when_the_request_names_no_other_lookup(ws: Path) -> None:
+    # ORD-1001 lists three part-shaped values (two items and a tracking number): no guess either
+    for question, call in (("What's the status of order ORD-1001?", {"order_id": "ORD-1001"}),
+                           ("Which parts are in order ORD-1001?", {"order_id": "ORD-1001"})):
+        answer, events = ask(ws, question, {"name": "get_order_status", "arguments": call})
+        assert ran(answer) == [("get_order_status", call)] and planned(events) == []
+
+
+def test_a_request_that_asks_two_things_also_searches_the_documents(ws: Path) -> None:
+    answer, events = ask(ws, "What does part F2 cost and how often should it be replaced?",
+                         {"name": "lookup_part", "arguments": {"part_number": "F2"}})
+    names = [name for name, _ in ran(answer)]
+    assert names[0] == "lookup_part" and names[1:] == ["vector_search"]
+    [search] = [e for e in events if e["kind"] == "code_search"]
+    assert "asks two things" in search["detail"]["reason"]
+
+
+def test_planning_can_be_turned_off(ws: Path) -> None:
+    config = ws / "toolcrib.toml"
+    config.write_text(config.read_text().replace("[tools]\n", "[tools]\nplan_lookups = false\n", 1))
+    answer, events = ask(ws, "Order ORD-1008 is on hold; how many FUS-T3A15 fuses do we have in stock?",
+                         {"name": "get_order_status", "arguments": {"order_id": "ORD-1008"}})
+    assert ran(answer) == [("get_order_status", {"order_id": "ORD-1008"})] and planned(events) == []
