@@ -90,3 +90,12 @@ def test_planning_can_be_turned_off(ws: Path) -> None:
     answer, events = ask(ws, "Order ORD-1008 is on hold; how many FUS-T3A15 fuses do we have in stock?",
                          {"name": "get_order_status", "arguments": {"order_id": "ORD-1008"}})
     assert ran(answer) == [("get_order_status", {"order_id": "ORD-1008"})] and planned(events) == []
+
+
+def test_a_chain_of_two_lookups_starts_from_the_request(ws: Path) -> None:
+    # the model only searched the documents; code looks up the order the request names, then its one part
+    answer, events = ask(ws, "What does the part in order ORD-1007 cost?",
+                         {"name": "vector_search", "arguments": {"query": "part in order ORD-1007 cost"}})
+    assert planned(events) == [("get_order_status", {"order_id": "ORD-1007"}),
+                               ("lookup_part", {"part_number": "PSU-0505"})]
+    assert [name for name, _ in ran(answer)] == ["vector_search", "get_order_status", "lookup_part"]

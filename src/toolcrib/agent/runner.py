@@ -276,51 +276,65 @@ class Runner:
     async def _planned_lookups(self, run: _Run, made: ToolCall) -> None:
         """Single mode: the obvious lookups the model's one call left out, proposed by code. A lookup by
         one identifier (``Tool.lookup_key``) that the request names by what it reads ("how many do we
-        have in stock": lookup_stock) and did not get from the model, with the one identifier of its
-        shape that the request holds, or else that exactly one result of the run's own (trusted) tools
-        holds when the model looked up another kind of thing ("the part ordered in ORD-1005": the order's
-        part). At most two, run together through the gate like any call; WRITE/ACTUATE tools are never
-        planned."""
+        have in stock": lookup_stock) and the run has not made, with the identifier of its shape that the
+        request holds, or else that exactly one record the run's own tools returned holds when no call
+        so far looked up that kind of thing ("the part ordered in ORD-1005": the order's one part, once
+        the order was looked up). In up to two rounds (a chain), at most two calls in all, run through the
+        gate like any call; WRITE/ACTUATE tools are never planned. A request that asks two things whose
+        calls only looked up records also gets the document search."""
         if not self.settings.plan_lookups:
             return
-        offer = self._current_offer(run)  # what the run may use now: a result may have named an identifier
         two_asks = bool(_TWO_ASKS.search(run.question))
+        budget = 2
+        while budget:
+            planned = self._plan(run, two_asks, budget)
+            if not planned:
+                break
+            budget -= len(planned)
+            for call in planned:
+                run.tracer.record(EventKind.CALL_PROPOSED, f"Planned: {call.name}", decided_by="code",
+                                  tool=call.name, call_id=call.id, arguments=dict(call.arguments),
+                                  detail={"reason": "the request names what this lookup reads, and the run holds "
+                                                    "its identifier"})
+            run.messages.append(Message("assistant", "", tool_calls=tuple(planned)))
+            self._observe(run, await self.gate.run_many(planned, run.cctx))
+        if two_asks and budget == 2 and "retrieval" not in self._tags(made.name):
+            await self._search_documents(run, reason="the request asks two things and the model's one call "
+                                                    "looked up records only")
+
+    def _plan(self, run: _Run, two_asks: bool, budget: int) -> list[ToolCall]:
+        """One round of ``_planned_lookups``: the calls to add now (recording the offer they come from)."""
+        offer = self._current_offer(run)  # what the run may use now: a result may have named an identifier
+        calls = [o.call for o in run.outcomes if o.status != "dropped"]  # a dropped call was never made
+        looked_up = {str(v).casefold() for c in calls for v in c.arguments.values()}
         # an identifier the model looked up is looked up again by another tool only for a second ask
         # ("what does F2 cost and is it in stock?"), not for one ask that names both ("is part F2 in stock?")
-        looked_up = {str(v).casefold() for v in made.arguments.values()}
         used = set() if two_asks else looked_up
-        trusted = [json.dumps(o.payload.get("data"), ensure_ascii=False, default=str) for o in run.outcomes
-                   if o.ok and (t := self.gate.registry.get(o.call.name)) is not None and t.trusted]
+        # the records the run's own systems returned (not documents, not content others wrote)
+        records = [json.dumps(o.payload.get("data"), ensure_ascii=False, default=str) for o in run.outcomes
+                   if o.ok and (t := self.gate.registry.get(o.call.name)) is not None and t.trusted
+                   and "retrieval" not in t.tags]
         planned: list[ToolCall] = []
         for tool in offer.tools:
             key = tool.lookup_key()
-            if key is None or tool.name == made.name or not tool.named_by(run.question):
+            if key is None or any(c.name == tool.name for c in calls) or not tool.named_by(run.question):
                 continue
             name, shape = key
             pattern = re.compile(rf"(?<![\w-])(?:{shape})(?![\w-])")
             found = [m.group(0) for m in pattern.finditer(run.question) if m.group(0).casefold() not in used]
             if not found:
-                if name in made.arguments:  # the same kind of thing the model looked up: no chain to follow
+                if any(name in c.arguments for c in calls):  # that kind of thing was looked up: no chain
                     continue
-                found = list(dict.fromkeys(m.group(0) for text in trusted for m in pattern.finditer(text)
+                found = list(dict.fromkeys(m.group(0) for text in records for m in pattern.finditer(text)
                                            if m.group(0).casefold() not in looked_up))
                 if len(found) != 1:
                     continue
             planned.append(ToolCall(f"code_{run.calls + len(planned) + 1}", tool.name, {name: found[0]}))
-            if len(planned) == 2:
+            if len(planned) == budget:
                 break
-        if not planned:
-            if two_asks and "retrieval" not in self._tags(made.name):
-                await self._search_documents(run, reason="the request asks two things and the model's one call "
-                                                        "looked up records only")
-            return
-        self._offer(run, offer)
-        for call in planned:
-            run.tracer.record(EventKind.CALL_PROPOSED, f"Planned: {call.name}", decided_by="code", tool=call.name,
-                              call_id=call.id, arguments=dict(call.arguments),
-                              detail={"reason": "the request names what this lookup reads, and holds its identifier"})
-        run.messages.append(Message("assistant", "", tool_calls=tuple(planned)))
-        self._observe(run, await self.gate.run_many(planned, run.cctx))
+        if planned:
+            self._offer(run, offer)
+        return planned
 
     async def _loop(self, run: _Run) -> Answer:
         limits = self.settings.limits
