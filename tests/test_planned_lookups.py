@@ -1,6 +1,5 @@
 """Single mode's planned lookups on the demo workspace (scripted model): code adds the obvious READ
-lookups the model's one call left out, recorded as code's decisions, and searches the documents when
-a request asks two things and the model only looked up records."""
+lookups the model's one call left out, recorded as code's decisions."""
 
 from __future__ import annotations
 
@@ -73,15 +72,6 @@ def test_nothing_is_added_when_the_request_names_no_other_lookup(ws: Path) -> No
                            ("Which parts are in order ORD-1001?", {"order_id": "ORD-1001"})):
         answer, events = ask(ws, question, {"name": "get_order_status", "arguments": call})
         assert ran(answer) == [("get_order_status", call)] and planned(events) == []
-
-
-def test_a_request_that_asks_two_things_also_searches_the_documents(ws: Path) -> None:
-    answer, events = ask(ws, "What does part F2 cost and how often should it be replaced?",
-                         {"name": "lookup_part", "arguments": {"part_number": "F2"}})
-    names = [name for name, _ in ran(answer)]
-    assert names[0] == "lookup_part" and names[1:] == ["vector_search"]
-    [search] = [e for e in events if e["kind"] == "code_search"]
-    assert "asks two things" in search["detail"]["reason"]
 
 
 def test_planning_can_be_turned_off(ws: Path) -> None:

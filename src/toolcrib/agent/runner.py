@@ -270,18 +270,19 @@ class Runner:
         if pending:
             return self._pause(run, pending)
         if outcomes[0].ok and outcomes[0].effect == Effect.READ.value:
-            await self._planned_lookups(run, call)
+            await self._planned_lookups(run)
         return await self._finish_with_final_ask(run)
 
-    async def _planned_lookups(self, run: _Run, made: ToolCall) -> None:
+    async def _planned_lookups(self, run: _Run) -> None:
         """Single mode: the obvious lookups the model's one call left out, proposed by code. A lookup by
         one identifier (``Tool.lookup_key``) that the request names by what it reads ("how many do we
         have in stock": lookup_stock) and the run has not made, with the identifier of its shape that the
         request holds, or else that exactly one record the run's own tools returned holds when no call
         so far looked up that kind of thing ("the part ordered in ORD-1005": the order's one part, once
         the order was looked up). In up to two rounds (a chain), at most two calls in all, run through the
-        gate like any call; WRITE/ACTUATE tools are never planned. A request that asks two things whose
-        calls only looked up records also gets the document search."""
+        gate like any call; WRITE/ACTUATE tools are never planned. (A document search for a request that
+        asks two things was tried and dropped: on the demo set it added ~40 s of prompt per question and
+        passed none more.)"""
         if not self.settings.plan_lookups:
             return
         two_asks = bool(_TWO_ASKS.search(run.question))
@@ -298,9 +299,6 @@ class Runner:
                                                     "its identifier"})
             run.messages.append(Message("assistant", "", tool_calls=tuple(planned)))
             self._observe(run, await self.gate.run_many(planned, run.cctx))
-        if two_asks and budget == 2 and "retrieval" not in self._tags(made.name):
-            await self._search_documents(run, reason="the request asks two things and the model's one call "
-                                                    "looked up records only")
 
     def _plan(self, run: _Run, two_asks: bool, budget: int) -> list[ToolCall]:
         """One round of ``_planned_lookups``: the calls to add now (recording the offer they come from)."""
@@ -426,17 +424,12 @@ class Runner:
     def _grounded(self, run: _Run) -> bool:
         return run.evidence.useful
 
-    def _tags(self, name: str) -> frozenset[str]:
-        tool = self.gate.registry.get(name)
-        return tool.tags if tool is not None else frozenset()
-
-    async def _search_documents(self, run: _Run, *, reason: str = "") -> bool:
+    async def _search_documents(self, run: _Run) -> bool:
         """When the model's choices found nothing, code searches the documents once with the question
-        (the small model's commonest mistake is a lookup tool for a question about a document); given
-        a ``reason``, also when something was found (single mode's second ask). Returns whether it searched."""
-        if not self.settings.search_when_nothing_found or run.code_searched or run.evidence.searched:
-            return False
-        if run.evidence.useful and not reason:
+        (the small model's commonest mistake is a lookup tool for a question about a document).
+        Returns whether it searched."""
+        if (not self.settings.search_when_nothing_found or run.code_searched or run.evidence.useful
+                or run.evidence.searched):
             return False
         search = next((t for t in self.gate.offer(run.principal).tools if "retrieval" in t.tags), None)
         if search is None:
@@ -445,7 +438,7 @@ class Runner:
         call = ToolCall(f"code_{run.calls + 1}", search.name, {"query": run.question})
         run.tracer.record(EventKind.CODE_SEARCH, f"Search the documents: {search.name}", tool=search.name,
                           call_id=call.id, arguments=dict(call.arguments),
-                          detail={"reason": reason or "no tool call so far found anything"})
+                          detail={"reason": "no tool call so far found anything"})
         run.messages.append(Message("assistant", "", tool_calls=(call,)))
         self._observe(run, [await self.gate.run(call, run.cctx)])
         return True
