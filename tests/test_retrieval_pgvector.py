@@ -96,6 +96,28 @@ def test_filtered_hnsw_search_still_returns_every_allowed_row(pg_dsn: str, embed
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
+def test_a_bulk_load_builds_the_hnsw_graph_once_and_searches_the_same(pg_dsn: str,
+                                                                     embedder: OnnxMiniLMEmbedder) -> None:
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((2500, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    chunks = [Chunk(DocumentMeta(f"b{i}", f"Doc {i}", f"b{i}.md", "h", access=("lab",) if i % 2 else ("hr",)),
+                    "c1", f"text {i}") for i in range(2500)]
+    settings = index_settings(embedder, FixedChunker())
+    with PgVectorIndex(pg_dsn, name="bulk") as index:
+        index.apply(IndexChanges(settings=settings, chunks=chunks, vectors=vectors, replace=[]))
+        # the graph exists after the load (built once, not row by row) and the ACL still filters inside it
+        assert index._run(lambda cur: cur.execute("SELECT to_regclass('bulk_chunks_hnsw') IS NOT NULL")
+                          .fetchone()[0]) is True
+        [hit] = index.search_dense(vectors[1001], ["lab"], 1)
+        assert hit.chunk.meta.doc_id == "b1001"
+        assert all(h.chunk.meta.access == ("lab",) for h in index.search_dense(vectors[1000], ["lab"], 5))
+        # a small change later keeps the graph and adds to it
+        extra = Chunk(DocumentMeta("late", "Late", "late.md", "h", access=("lab",)), "c1", "late text")
+        index.apply(IndexChanges(settings=settings, chunks=[extra], vectors=vectors[:1], replace=[]))
+        assert index.search_dense(vectors[0], ["lab"], 1)[0].chunk.meta.doc_id == "late"  # b0 is hr's
+
+
 def test_a_failed_apply_leaves_the_previous_state(pg_dsn: str, embedder: OnnxMiniLMEmbedder) -> None:
     settings = index_settings(embedder, FixedChunker())
     meta = DocumentMeta("keep", "Keep", "keep.md", "h1")

@@ -36,6 +36,12 @@ def _vector_literal(vector: Vectors) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32).ravel()) + "]"
 
 
+_HNSW = "CREATE INDEX IF NOT EXISTS {n}_chunks_hnsw ON {n}_chunks USING hnsw (embedding vector_cosine_ops)"
+# a load of at least this many rows, and more than the table holds, rebuilds the HNSW graph after the
+# rows are in (pgvector's advice) instead of inserting each into it; searches wait for that commit
+_BULK_ROWS = 2000
+
+
 class PgVectorIndex(Index):
     """Chunks in table ``<name>_chunks`` of the database at ``dsn``; settings in ``<name>_meta``.
 
@@ -92,8 +98,11 @@ class PgVectorIndex(Index):
         cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_doc ON {n}_chunks (doc_id)")
         cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_access ON {n}_chunks USING gin (access)")
         cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_tsv ON {n}_chunks USING gin (tsv)")
-        cur.execute(f"CREATE INDEX IF NOT EXISTS {n}_chunks_hnsw ON {n}_chunks "
-                    "USING hnsw (embedding vector_cosine_ops)")
+        cur.execute(_HNSW.format(n=n))
+
+    def _rows(self, cur: Any) -> int:
+        cur.execute(f"SELECT count(*) FROM {self.name}_chunks")
+        return int(cur.fetchone()[0])
 
     def settings(self) -> IndexSettings | None:
         def work(cur: Any) -> IndexSettings | None:
@@ -135,6 +144,9 @@ class PgVectorIndex(Index):
             gone = list(dict.fromkeys([*changes.replace, *changes.delete]))
             if gone:
                 cur.execute(f"DELETE FROM {n}_chunks WHERE doc_id = ANY(%s)", (gone,))
+            bulk = len(changes.chunks) >= _BULK_ROWS and len(changes.chunks) > self._rows(cur)
+            if bulk:  # a graph built once over all rows: ~20x faster than growing it row by row
+                cur.execute(f"DROP INDEX IF EXISTS {n}_chunks_hnsw")
             if changes.chunks:
                 with cur.copy(f"COPY {n}_chunks (uid, doc_id, chunk_id, text, search_text, context, "
                               "section, page, title, version, effective_date, family, source_path, "
@@ -145,6 +157,9 @@ class PgVectorIndex(Index):
                                         chunk.search_text, chunk.context, chunk.section, chunk.page,
                                         m.title, m.version, m.effective_date, m.family, m.source_path,
                                         m.content_hash, list(m.access), m.trusted, _vector_literal(vector)))
+            if bulk:
+                cur.execute("SET LOCAL maintenance_work_mem = '512MB'")
+                cur.execute(_HNSW.format(n=n))
             cur.execute(f"INSERT INTO {n}_meta (key, value) VALUES ('settings', %s) "
                         "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                         (json.dumps(changes.settings.to_dict()),))
