@@ -21,7 +21,7 @@ from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitte
 from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderScoped, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
-from toolcrib.tools.grounding import Grounding
+from toolcrib.tools.grounding import Grounding, identifiers
 from toolcrib.tools.registry import Offer, tool_specs
 from toolcrib.tools.result import CallOutcome
 from toolcrib.tools.tool import Effect
@@ -318,13 +318,12 @@ class Runner:
             if key is None or any(c.name == tool.name for c in calls) or not tool.named_by(run.question):
                 continue
             name, shape = key
-            pattern = re.compile(rf"(?<![\w-])(?:{shape})(?![\w-])")
-            found = [m.group(0) for m in pattern.finditer(run.question) if m.group(0).casefold() not in used]
+            found = [v for v in identifiers(run.question, shape) if v.casefold() not in used]
             if not found:
                 if any(name in c.arguments for c in calls):  # that kind of thing was looked up: no chain
                     continue
-                found = list(dict.fromkeys(m.group(0) for text in records for m in pattern.finditer(text)
-                                           if m.group(0).casefold() not in looked_up))
+                found = list(dict.fromkeys(v for text in records for v in identifiers(text, shape)
+                                           if v.casefold() not in looked_up))
                 if len(found) != 1:
                     continue
             planned.append(ToolCall(f"code_{run.calls + len(planned) + 1}", tool.name, {name: found[0]}))

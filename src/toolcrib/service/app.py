@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolcrib.agent.answer import Answer
 from toolcrib.agent.runner import Runner
+from toolcrib.agent.runs import RunRecord
 from toolcrib.desk import ApprovalDesk
 from toolcrib.errors import ModelFacingError, NotPermitted, OperatorError, ToolcribError
 from toolcrib.models.base import Loadable, Model
@@ -182,10 +183,14 @@ class Service:
 
     # -- reads ----------------------------------------------------------------------------------------
 
-    def run_view(self, run_id: str, principal: Principal) -> dict[str, Any]:
+    def _own_run(self, run_id: str, principal: Principal) -> RunRecord:
         record = self.runs.get(run_id)
         if record is None or record.user_id != principal.user_id or record.tenant != principal.tenant:
             raise NotFound(f"no run '{run_id}'")
+        return record
+
+    def run_view(self, run_id: str, principal: Principal) -> dict[str, Any]:
+        record = self._own_run(run_id, principal)
         out = record.to_dict()
         del out["paused"]
         ids = dict.fromkeys(e["proposal_id"] for e in record.events
@@ -197,9 +202,7 @@ class Service:
     def artifact(self, run_id: str, artifact_id: str, principal: Principal) -> tuple[Path, dict[str, Any]]:
         """A file a tool of the caller's run produced (as its ``call_executed`` event lists it), and that
         listing; NotFound for anything else, whatever is on disk."""
-        record = self.runs.get(run_id)
-        if record is None or record.user_id != principal.user_id or record.tenant != principal.tenant:
-            raise NotFound(f"no run '{run_id}'")
+        record = self._own_run(run_id, principal)
         listed = next((a for e in record.events if e.get("kind") == EventKind.CALL_EXECUTED.value
                        for a in (e.get("detail") or {}).get("artifacts") or () if a.get("id") == artifact_id), None)
         root = self.ws.artifacts_dir.resolve()

@@ -13,6 +13,7 @@ which the gate would refuse, so the runner does not offer it and the model is no
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -167,14 +168,25 @@ class Grounding:
     def names_identifier(self, shape: str | None = None) -> bool:
         """Whether these sources hold a token that could be an identifier: one matching ``shape`` (a
         regular expression for the whole token) when given, else anything identifier-like."""
-        pattern = re.compile(rf"(?<![\w-])(?:{shape})(?![\w-])") if shape is not None else _TOKEN
+        if shape is not None:
+            return any(identifiers(text, shape) for _, text, _ in self._texts)
         for _, text, _ in self._texts:
-            for m in pattern.finditer(text):
+            for m in _TOKEN.finditer(text):
                 token = m.group(0)
-                looks_like_id = shape is not None or token.isupper() or any(c.isdigit() for c in token)
-                if looks_like_id and not _is_word(token, text, m.start()):
+                if (token.isupper() or any(c.isdigit() for c in token)) and not _is_word(token, text, m.start()):
                     return True
         return False
+
+
+@functools.lru_cache(maxsize=256)
+def _shaped(shape: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-])(?:{shape})(?![\w-])")
+
+
+def identifiers(text: str, shape: str) -> list[str]:
+    """The tokens of ``text`` that match ``shape`` (a regular expression for a whole token), in order,
+    without the plain words among them (a lone "I", a capital opening a sentence)."""
+    return [m.group(0) for m in _shaped(shape).finditer(text) if not _is_word(m.group(0), text, m.start())]
 
 
 def stems(text: str) -> set[str]:
