@@ -16,7 +16,6 @@ figures.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -205,13 +204,12 @@ def scale(n: int, work: Path, backend: str = "lance", queries: int = 200) -> dic
     embedder.embed(sample)
     embed_rate = len(sample) / (time.perf_counter() - started)
 
-    with contextlib.ExitStack() as stack:
-        if backend == "pgvector":
-            dsn = stack.enter_context(LocalPgVector())
+    if backend == "pgvector":
+        with LocalPgVector() as dsn:
             return _scale_queries(n, PgVectorIndex(dsn, name="scale"), embedder, embed_rate, chunks, vectors,
                                   rng, queries, backend)
-        return _scale_queries(n, LanceIndex(work / "scale", ann_min_rows=n + 1), embedder, embed_rate, chunks,
-                              vectors, rng, queries, backend)
+    return _scale_queries(n, LanceIndex(work / "scale", ann_min_rows=n + 1), embedder, embed_rate, chunks,
+                          vectors, rng, queries, backend)
 
 
 def _scale_queries(n: int, index: Index, embedder: Embedder, embed_rate: float, chunks: list[Chunk],

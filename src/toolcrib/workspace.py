@@ -511,8 +511,14 @@ class Workspace:
         cfg = self.config.model
         return get_model(spec or cfg.spec, cfg.settings)
 
+    @cached_property
+    def trace_exporter(self) -> JsonlExporter:
+        """The workspace's JSONL trace files: one exporter (one writer thread) for every run of this
+        workspace object, however many runners it builds (the service builds one per request)."""
+        return JsonlExporter(self.traces_dir)
+
     def tracer_factory(self) -> Callable[[], Tracer]:
-        exporter = JsonlExporter(self.traces_dir)
+        exporter = self.trace_exporter
         return lambda: Tracer([exporter])
 
     def runner(self, model: Model | None = None, *, mode: Mode | None = None, gate: Gate | None = None) -> Runner:

@@ -236,15 +236,15 @@ def _documents(paths: Iterable[Path], default_access: Sequence[str]) -> tuple[li
             skipped.append((rel, f"unsupported file type '{file.suffix or file.name}'"))
             continue
         try:
-            access = load_document(file, root=root, default_access=default_access).meta.access
+            meta = load_document(file, root=root, default_access=default_access).meta
         except UnreadableDocument as exc:
             skipped.append((rel, str(exc)))
             continue
-        if len(access) > MAX_ACCESS_GROUPS:
-            skipped.append((rel, f"its access list names {len(access)} groups; a vector-store file can carry "
+        if len(meta.access) > MAX_ACCESS_GROUPS:
+            skipped.append((rel, f"its access list names {len(meta.access)} groups; a vector-store file can carry "
                                  f"at most {MAX_ACCESS_GROUPS}"))
             continue
-        digest = hashlib.sha256(file.read_bytes())
-        digest.update(("\0access:" + ",".join(access)).encode())
-        found.append(_Local(rel, file, digest.hexdigest(), access))
+        # the loader's hash of the file and its sidecar, and the access list: either changing uploads again
+        digest = hashlib.sha256(f"{meta.content_hash}\0access:{','.join(meta.access)}".encode()).hexdigest()
+        found.append(_Local(rel, file, digest, meta.access))
     return found, skipped

@@ -98,10 +98,11 @@ class JsonlExporter(TraceExporter):
         with self._changed:
             self._queue.append((event.trace_id, line))
             self._queued += 1
+            if self._writer is None:
+                atexit.register(self.flush)
             if self._writer is None or not self._writer.is_alive():  # none yet, or a forked child's copy
                 self._writer = threading.Thread(target=self._write_queued, name="toolcrib-trace", daemon=True)
                 self._writer.start()
-                atexit.register(self.flush)
             self._changed.notify_all()
 
     def flush(self) -> None:
