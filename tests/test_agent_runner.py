@@ -148,7 +148,7 @@ def test_evidence_rule_reminder_can_lead_to_a_tool_call() -> None:
 
 def test_no_evidence_needed_when_the_workspace_does_not_require_it() -> None:
     r, _ = runner(["Hello! Ask me about parts."], require_evidence=False)
-    assert r.ask("hi", USER).text == "Hello! Ask me about parts."
+    assert r.ask("What can you do?", USER).text == "Hello! Ask me about parts."
 
 
 def test_loop_mode_stops_at_the_round_limit_with_a_clear_message() -> None:
@@ -188,7 +188,7 @@ def test_an_identifier_in_the_question_or_a_tool_result_brings_the_lookups_back(
     assert {"lookup_part", "reserve_stock"} <= set(offered(model, 1))  # the note named F2
     r, model = runner([call("lookup_part", part_number="HLV-2205"), "It costs $52.00."])
     r.ask("What does part HLV-2205 cost?", USER)
-    assert offered(model) == ["lookup_part", "search_notes", "get_order_status", "reserve_stock"]
+    assert offered(model) == ["search_notes", "lookup_part", "get_order_status", "reserve_stock"]  # ids last
 
 
 def test_a_withheld_tool_the_model_names_anyway_is_refused_by_the_gate_as_not_offered() -> None:
@@ -206,7 +206,7 @@ def test_a_withheld_tool_the_model_names_anyway_is_refused_by_the_gate_as_not_of
 def test_withholding_can_be_turned_off() -> None:
     r, model = runner([call("search_notes", query="returns"), "ok [search_notes#1]"], offer_only_groundable=False)
     r.ask("What does our returns policy say?", USER)
-    assert offered(model) == ["lookup_part", "search_notes", "get_order_status", "reserve_stock"]
+    assert offered(model) == ["search_notes", "lookup_part", "get_order_status", "reserve_stock"]  # ids last
 
 
 @tool(tags=("retrieval",))
@@ -283,6 +283,9 @@ def test_conflicting_versions_are_named_in_the_final_ask_and_both_are_cited() ->
     assert "effective 2025-07-01" in final_ask and "effective 2024-01-01" in final_ask
     assert {c.id for c in answer.citations} == {"returns-v2#c2", "returns-v1#c2"}
     assert "the sources disagree" in answer.text
+    # what each version says is quoted by code from its own passage, never attributed by the model
+    assert 'effective 2025-07-01) says: "Opened products: 14 days." [returns-v2#c2]' in answer.text
+    assert 'effective 2024-01-01) says: "Opened products: 30 days." [returns-v1#c2]' in answer.text
 
 
 def test_a_model_whose_context_overflows_ends_the_run_as_a_limit_not_a_crash() -> None:
@@ -298,3 +301,33 @@ def test_a_model_whose_context_overflows_ends_the_run_as_a_limit_not_a_crash() -
     assert answer.outcome == "limit" and "longer than the local model's context" in answer.text
     assert [c.id for c in answer.citations] == ["lookup_part#1"]  # what it found is kept
     assert TRACERS[-1].count(EventKind.LIMIT_REACHED) == 1
+
+
+def test_a_greeting_is_answered_at_once_by_code_without_the_model_or_a_tool() -> None:
+    r, model = runner([], name="Kestrel")
+    for message in ("Hello!", "hi there, how are you?", "Good morning", "thanks a lot", "Bye"):
+        answer = r.ask(message, USER)
+        assert answer.outcome == "answered" and not answer.abstained and answer.citations == []
+        assert answer.model_decided_steps == 0 and RAN == []
+    assert "assistant of Kestrel" in r.ask("hello", USER).text
+    assert model.requests == []  # the model was never asked
+    assert any(e.kind == EventKind.EVIDENCE_RULE and "Small talk" in e.title for e in TRACERS[-1].events)
+
+
+def test_a_greeting_with_a_question_is_a_question_and_small_talk_can_be_turned_off() -> None:
+    r, _ = runner([call("lookup_part", part_number="HLV-2205"), "It costs $52.00 [lookup_part#1]."])
+    answer = r.ask("Hi, what does HLV-2205 cost?", USER)
+    assert "52" in answer.text and RAN == ["lookup_part HLV-2205"]
+    off, model = runner(["Hello."], require_evidence=False, small_talk=False)
+    assert off.ask("Hello", USER).text == "Hello." and len(model.requests) == 1
+
+
+def test_a_search_result_is_shown_to_the_model_as_compact_text_not_json() -> None:
+    RAN.clear()
+    model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."])
+    gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
+    Runner(model, gate, tracer_factory=tracer).ask("How long can opened products be returned?", USER)
+    shown = model.requests[1][0][-2].content  # the tool message the final answer was asked after
+    assert shown.startswith('<tool_result tool="search_policies"')
+    assert "[returns-v2#c2] Returns Policy, version 2.0, effective 2025-07-01\nOpened products: 14 days." in shown
+    assert "returns-policy exists in several versions" in shown and '"citation"' not in shown

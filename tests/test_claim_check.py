@@ -61,3 +61,23 @@ def test_a_date_written_out_is_supported_by_its_iso_form() -> None:
     text = "Order ORD-1001 was created on November 18, 2026 and is due on 28 November 2026."
     assert order.review(text, "What is the status of order ORD-1001?").text == text
     assert order.review("It is due on November 29, 2026.", "Status of ORD-1001?").flags  # 29 is nowhere
+
+
+READING = {"found": True, "channel": "C", "value": 24.1, "unit": "°C", "recorded_at": "2026-11-26T09:00:00",
+           "live": False, "source": "archive", "in_stock": False}
+
+
+def test_a_sentence_asserting_what_its_evidence_says_is_false_is_removed() -> None:
+    review = ledger(**READING).review("The live reading of channel C is 24.1 °C [lookup_part#1]. It was "
+                                      "recorded at 09:00 on 2026-11-26.", "Give me a live reading of channel C.")
+    assert review.text == "It was recorded at 09:00 on 2026-11-26."
+    assert review.flags == ["removed a sentence whose claim 'live' is false in the evidence (live: false): "
+                            "The live reading of channel C is 24.1 °C [lookup_part#1]."]
+
+
+def test_a_sentence_that_negates_the_false_field_is_kept() -> None:
+    for text in ("This is not a live reading: the archived value is 24.1 °C.",
+                 "No live reading is available; the last archived one is 24.1 °C.",
+                 "The part is not in stock."):
+        review = ledger(**READING).review(text, "What is the temperature on channel C?")
+        assert review.text == text and not review.flags

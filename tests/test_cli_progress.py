@@ -29,6 +29,9 @@ class SlowToLoad(FunctionModel):
         self.progress: ProgressCallback | None = None
 
     def _reply(self, messages: list[Message], tools: list[ToolSpec] | None) -> str:
+        if self.progress is not None:  # as the local model does while it builds its prompt cache
+            self.progress("prompt", 0, 1)
+            self.progress("prompt", 1, 1)
         return "No tool was needed."
 
     def load(self) -> float:
@@ -62,11 +65,12 @@ def test_the_local_model_declares_loadable_and_others_do_not() -> None:
 
 
 def test_ask_loads_a_loadable_model_first_with_progress(ws: Path) -> None:
-    result = CliRunner().invoke(main, ["ask", "hello", "--model", "slow-to-load", "--workspace", str(ws)])
+    result = CliRunner().invoke(main, ["ask", "what is new?", "--model", "slow-to-load", "--workspace", str(ws)])
     assert result.exit_code == 0, result.output
     assert SlowToLoad.loads == [True]  # loaded once, with a progress callback attached
     assert "Loading the local model…" in result.stderr
     assert "Verifying the model file…" in result.stderr  # not a terminal: one line per stage
+    assert "Reading the workspace's instructions and tools into the model" in result.stderr  # the first question
 
 
 def test_ask_json_loads_quietly_and_scripted_models_are_not_loaded(ws: Path, tmp_path: Path) -> None:

@@ -279,13 +279,14 @@ def test_the_system_block_is_saved_once_and_reused_by_the_next_process(cached_mo
                                                                         tmp_path: Path) -> None:
     question = _after_lookup("")[:2]
     first = cached_model.complete(question, TOOLS)
-    saved = list((tmp_path / "prompts").glob("*.kv"))
-    assert len(saved) == 1 and saved[0].stat().st_size > 1_000_000
+    saved = sorted((tmp_path / "prompts").glob("*.kv"))
+    # the block, and its start without the tool list (where other offers of the workspace start from)
+    assert len(saved) == 2 and all(f.stat().st_size > 1_000_000 for f in saved)
 
     twin = _fresh_process_twin(tmp_path)
     again = twin.complete(question, TOOLS)
     assert _only_call(again.tool_calls).arguments == _only_call(first.tool_calls).arguments
-    assert list((tmp_path / "prompts").glob("*.kv")) == saved  # read back, not rebuilt beside it
+    assert sorted((tmp_path / "prompts").glob("*.kv")) == saved  # read back, not rebuilt beside it
 
 
 @pytest.mark.slow
@@ -295,7 +296,7 @@ def test_a_damaged_cache_file_is_ignored_and_rebuilt(cached_model: LocalModel, t
 
     question = _after_lookup("")[:2]
     cached_model.complete(question, TOOLS)
-    (saved,) = (tmp_path / "prompts").glob("*.kv")
+    saved = max((tmp_path / "prompts").glob("*.kv"), key=lambda f: f.stat().st_size)  # the whole block
     blob = saved.read_bytes()
     state_starts = 21 + 4 * int.from_bytes(blob[5:9], "little")  # header, then the int32 tokens
     saved.write_bytes({
@@ -312,6 +313,25 @@ def test_a_damaged_cache_file_is_ignored_and_rebuilt(cached_model: LocalModel, t
     engine, _ = twin._load()
     tokens = list(struct.unpack_from(f"<{(state_starts - 21) // 4}i", blob, 21))
     assert PromptCache(tmp_path / "prompts", engine.model_id).restore(engine.llama, tokens) is True
+
+
+@pytest.mark.slow
+def test_an_offer_with_more_tools_starts_from_the_saved_block_of_a_smaller_one(
+        cached_model: LocalModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolcrib.models.local import _block_tokens
+
+    question = _after_lookup("")[:2]
+    cached_model.complete(question, [ORDER_TOOL])  # another question of the workspace, offered one tool
+    twin = _fresh_process_twin(tmp_path)
+    engine, _ = twin._load()
+    evaluated: list[int] = []
+    real_eval = engine.llama.eval
+    monkeypatch.setattr(engine.llama, "eval", lambda tokens: (evaluated.append(len(tokens)), real_eval(tokens))[1])
+    reply = twin.complete(question, [ORDER_TOOL, PART_TOOL])
+    assert _only_call(reply.tool_calls).arguments == {"order_id": "ORD-1001"}
+    whole = len(_block_tokens(engine.llama, question, [ORDER_TOOL, PART_TOOL]))
+    assert 0 < sum(evaluated) < whole / 3  # the added tool and the question, not the whole block again
+    assert len(list((tmp_path / "prompts").glob("*.kv"))) == 3
 
 
 @pytest.mark.slow

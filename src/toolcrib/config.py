@@ -18,6 +18,7 @@ class _Section(BaseModel):
 class WorkspaceSection(_Section):
     name: str = "toolcrib workspace"
     require_evidence: bool = True
+    small_talk: bool = True  # a greeting, thanks or goodbye is answered by code, with no model call
     system_prompt: str = ""
     default_user: str | None = None
     mode: Literal["single", "loop"] = "single"
@@ -79,6 +80,9 @@ class RetrievalSection(_Section):
     index: Literal["lance", "pgvector"] = "lance"
     # When no tool call of a run found anything, code searches the documents once with the question.
     search_when_nothing_found: bool = True
+    # Characters of passage text a search shows the model, in all: the sentences, rows and items that
+    # share the query's words, each passage's best first (citations still name whole passages). 0: all.
+    excerpt_chars: int = Field(1200, ge=0)
     dsn: str | None = None
 
 

@@ -427,7 +427,7 @@ class Workspace:
 
         index = self.ensure_index()
         cfg = self.config.retrieval
-        return HybridRetriever(index, self.embedder,
+        return HybridRetriever(index, self.embedder, excerpt_chars=cfg.excerpt_chars,
                                threshold=cfg.min_score if cfg.min_score is not None else DEFAULT_THRESHOLD)
 
     def ensure_index(self) -> Index:
@@ -528,6 +528,7 @@ class Workspace:
             mode=mode or cfg.workspace.mode,
             limits=Limits(rounds=lim.rounds, tool_calls=lim.tool_calls, wall_s=lim.wall_s, tokens=lim.tokens),
             require_evidence=cfg.workspace.require_evidence, name=cfg.workspace.name,
+            small_talk=cfg.workspace.small_talk,
             system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens,
             offer_only_groundable=cfg.tools.offer_only_groundable, plan_lookups=cfg.tools.plan_lookups,
             search_when_nothing_found=cfg.retrieval.search_when_nothing_found)

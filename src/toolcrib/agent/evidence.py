@@ -12,6 +12,7 @@ from toolcrib.agent import prompts
 from toolcrib.models.base import HostedCall, HostedSource
 from toolcrib.retrieval.citations import Citation, check_citations
 from toolcrib.retrieval.evidence import Conflict, Evidence
+from toolcrib.retrieval.excerpt import key_sentence
 from toolcrib.tools.result import CallOutcome
 from toolcrib.websearch.results import WebResults, needs_current_data
 
@@ -121,8 +122,12 @@ class EvidenceLedger:
         """The ids an answer may cite."""
         return [cid for cid in self.items if cid not in self.found_nothing]
 
-    def conflict_notes(self) -> list[str]:
-        return [c.describe() for c in self.conflicts]
+    def conflict_notes(self, question: str | None = None) -> list[str]:
+        """A sentence per conflict naming each version; with the ``question``, what each version says
+        on it, quoted by code from the version's passage (never left to the model to attribute)."""
+        quotes = {cid: quote for c in self.conflicts if question for cid in c.citations if cid in self.texts
+                  if (quote := key_sentence(self.texts[cid], question))}
+        return [c.describe(quotes) for c in self.conflicts]
 
     def review(self, text: str, question: str | None = None) -> CitationReview:
         """Keep citations to evidence this run retrieved; drop and flag any other; with the ``question``
@@ -135,8 +140,7 @@ class EvidenceLedger:
         for cid in check.invalid:
             text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
         text, unsupported = self._claims_checked(text, question) if question is not None else (text, [])
-        flags += [f"removed a sentence whose {what} is not in the evidence: {sentence[:160]}"
-                  for sentence, what in unsupported]
+        flags += [f"removed a sentence whose {what}: {sentence[:160]}" for sentence, what in unsupported]
         if unsupported and not text.strip():
             text = prompts.UNSUPPORTED_ANSWER
         check = check_citations(text, known) if unsupported else check
@@ -158,7 +162,7 @@ class EvidenceLedger:
                 flags.append("the answer cites no retrieved passage")
         elif passages and check.uncited_claims:
             flags += [f"claim without a valid citation: {claim[:160]}" for claim in check.uncited_claims[:5]]
-        notes = self.conflict_notes()
+        notes = self.conflict_notes(question)
         flags += [f"conflicting sources: {n}" for n in notes]
         text = text.strip()
         if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions
@@ -167,18 +171,22 @@ class EvidenceLedger:
 
     def _claims_checked(self, text: str, question: str) -> tuple[str, list[tuple[str, str]]]:
         """``text`` without the sentences that state a figure, date, price or identifier found in neither
-        the evidence this run retrieved (the sentence's cited items when it cites any) nor the question;
-        and each removed sentence with what was missing."""
+        the evidence this run retrieved (the sentence's cited items when it cites any) nor the question,
+        or that assert what a cited result says is false ("the live reading" of a ``"live": false``
+        result); and each removed sentence with why."""
         kept: list[str] = []
         removed: list[tuple[str, str]] = []
         asked = _Facts.of(question, evidence=True)
-        everything = _Facts.of("\n".join(self.texts.values()), evidence=True)
+        everything = "\n".join(self.texts.values())
+        all_facts = _Facts.of(everything, evidence=True)
         for sentence in _SENTENCES.split(text):
-            cited = [self.texts[c] for c in _CITED.findall(sentence) if c in self.texts]
-            support = _Facts.of("\n".join(cited), evidence=True) if cited else everything
-            missing = _Facts.of(_CITED.sub("", sentence)).missing_from(support, asked)
-            if missing:
-                removed.append((sentence.strip(), missing))
+            cited = "\n".join(self.texts[c] for c in _CITED.findall(sentence) if c in self.texts)
+            claim = _CITED.sub("", sentence)
+            missing = _Facts.of(claim).missing_from(_Facts.of(cited, evidence=True) if cited else all_facts, asked)
+            cited = cited or everything
+            why = f"{missing} is not in the evidence" if missing else _contradiction(claim, cited)
+            if why:
+                removed.append((sentence.strip(), why))
             else:
                 kept.append(sentence)
         return ("".join(kept) if removed else text), removed
@@ -237,6 +245,23 @@ class _Facts:
         missing = [f"identifier {', '.join(ids)}" if ids else "",
                    f"figure {', '.join(f'{f:g}' for f in figures)}" if figures else ""]
         return " and ".join(m for m in missing if m)
+
+
+_FALSE_FIELD = re.compile(r'"([A-Za-z][A-Za-z_]{2,40})":\s*false')
+_NOT_CLAIMS = frozenset({"found", "ok", "truncated", "sufficient"})  # what a result says about itself
+_NEGATION = re.compile(r"\b(?:not|no|never|non|without|isn't|wasn't|aren't|n't)\W+(?:\w+\W+){0,3}$", re.IGNORECASE)
+
+
+def _contradiction(claim: str, evidence: str) -> str:
+    """Why ``claim`` contradicts ``evidence``: it asserts a property the evidence's result gives as
+    ``false`` (``"live": false``, ``"in_stock": false``) without negating it; "" when it does not."""
+    for key in dict.fromkeys(_FALSE_FIELD.findall(evidence)):
+        if key.lower() in _NOT_CLAIMS:
+            continue
+        for match in re.finditer(rf"\b{re.escape(key.replace('_', ' '))}\b", claim, re.IGNORECASE):
+            if not _NEGATION.search(claim[: match.start()]):
+                return f"claim '{match.group(0)}' is false in the evidence ({key}: false)"
+    return ""
 
 
 _STOP = frozenset(["this", "that", "with", "from", "have", "will", "what", "which", "when", "where", "there", "their",

@@ -17,9 +17,11 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
+from toolcrib.agent.smalltalk import small_talk_reply
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
 from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderScoped, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
+from toolcrib.retrieval.evidence import Evidence
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding, identifiers
 from toolcrib.tools.registry import Offer, tool_specs
@@ -109,6 +111,7 @@ class RunnerSettings:
     offer_only_groundable: bool = True  # withhold tools whose required identifier the run has not seen
     search_when_nothing_found: bool = True  # code searches the documents once if no tool found anything
     plan_lookups: bool = True  # single mode: code adds the obvious lookups the model's one call left out
+    small_talk: bool = True  # a greeting, thanks or goodbye is answered by code, with no model call
 
 
 @dataclass
@@ -172,6 +175,11 @@ class Runner:
         """Answer ``question`` for ``principal``; ``exporters`` also receive this run's events as they happen."""
         mode = mode or self.settings.mode
         run = self._start(question, principal, mode, exporters)
+        reply = small_talk_reply(question, self.settings.name) if self.settings.small_talk else None
+        if reply is not None:
+            run.tracer.record(EventKind.EVIDENCE_RULE, "Small talk: answered by code", detail={
+                "reason": "a greeting, thanks or goodbye asks nothing to look up: no model call, no tool"})
+            return self._finish(run, reply, outcome="answered")
         return await self._bounded(run, self._single(run) if mode == "single" else self._loop(run))
 
     async def aresume(self, run_id: str, principal: Principal, *, exporters: Sequence[TraceExporter] = ()) -> Answer:
@@ -417,8 +425,9 @@ class Runner:
             run.outcomes.append(outcome)
             if outcome.ok:
                 run.evidence.add(outcome)
-            run.messages.append(Message("tool", outcome.for_model(), tool_call_id=outcome.call.id,
-                                        name=outcome.call.name))
+            evidence = Evidence.from_payload(outcome.payload.get("data")) if outcome.ok else None
+            run.messages.append(Message("tool", outcome.for_model(evidence.to_text() if evidence else None),
+                                        tool_call_id=outcome.call.id, name=outcome.call.name))
 
     def _grounded(self, run: _Run) -> bool:
         return run.evidence.useful
@@ -459,7 +468,7 @@ class Runner:
         if self.settings.require_evidence and not self._grounded(run):
             return self._abstain(run, model_text)
         ids = ", ".join(run.evidence.citable) or "none"
-        versions = " ".join(run.evidence.conflict_notes())
+        versions = " ".join(run.evidence.conflict_notes(run.question))
         ask = prompts.FINAL.format(question=run.question, ids=ids)
         if versions:
             ask += "\n" + prompts.VERSIONS.format(versions=versions)

@@ -36,6 +36,9 @@ class StageProgress:
             self._bar = click.progressbar(length=total, label=label, file=sys.stderr)
         if self._bar is not None:
             self._bar.update(done - self._bar.pos)
+        if done >= total:  # a stage that ends is closed now; the same stage again later is shown again
+            self.finish()
+            self._stage = None
 
     def finish(self) -> None:
         """End the live bar, once."""
@@ -54,7 +57,9 @@ def prepare_model(ws: Workspace, spec: str | None, *, quiet: bool = False) -> Mo
     if not isinstance(model, Loadable):
         return model
     progress = StageProgress({"assemble": "Assembling the model file (first use only)",
-                              "verify": "Verifying the model file"}, quiet=quiet)
+                              "verify": "Verifying the model file",
+                              "prompt": "Reading the workspace's instructions and tools into the model (saved for "
+                                        "the next questions)"}, quiet=quiet)
     model.progress = progress
     if not quiet:
         click.echo("Loading the local model…", err=True)

@@ -18,7 +18,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -45,14 +45,12 @@ _GRAMMAR_KEYWORDS = frozenset({
 })
 _GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"})
 
-# The examples use placeholders, never realistic IDs: a 1.5B model copies example values.
+# The examples use placeholders, never realistic IDs: a 1.5B model copies example values. The tool
+# list comes last: offers that differ in their last tools then share the rest of the cached prefix.
 _TOOL_INSTRUCTIONS = """\
 You decide the next step. Reply with exactly one JSON object:
 - {{"answer": "<your reply>"}} to reply to the user yourself, or
-- {{"tool": "<tool name>", "arguments": {{...}}}} to call one tool.
-
-Tools:
-{tools}
+- {{"tool": "<tool name>", "arguments": {{...}}}} to call one tool, from the list of tools at the end.
 
 Rules:
 - If the question needs the user's business data (an order, a part, a price, stock, a record, a document or \
@@ -74,7 +72,10 @@ User: What do our rules say about <TOPIC>?
 User: Hello, who are you?
 {{"answer": "Hello! I am an assistant; ask me about your data."}}
 Tool result for <tool name>: {{"ok": true, "<field>": "<VALUE>"}}
-{{"answer": "The <field> is <VALUE>."}}"""
+{{"answer": "The <field> is <VALUE>."}}
+
+Tools:
+{tools}"""
 
 # Added to the last turn, not the system block, so a required call keeps the cached prefix.
 _TOOL_ONLY_RULE = "(A tool call is required now: reply with a tool call, not an answer.)"
@@ -189,7 +190,7 @@ class LocalModel(Model):
         try:
             with engine.lock:
                 if offered:  # the long, stable system block is the one with the tool list
-                    self._prepare_prefix(engine, chat)
+                    self._prepare_prefix(engine, messages, offered)
                 response = engine.llama.create_chat_completion(**kwargs)
         except ValueError as exc:
             if "context window" in str(exc):
@@ -212,31 +213,43 @@ class LocalModel(Model):
             model=self.name,
         )
 
-    def _prepare_prefix(self, engine: _Engine, chat: list[dict[str, str]]) -> None:
-        """Make sure the context holds the system block, from the disk cache when possible.
+    def _prepare_prefix(self, engine: _Engine, messages: list[Message], tools: list[ToolSpec]) -> None:
+        """Make sure the context holds the system block (the tool list last), from the disk cache when
+        possible: the block itself, or else the saved block sharing the longest start with it (the
+        same prompt with fewer tools at the end: another offer of the workspace), extended by the rest.
+        The first block ever built also saves its start without tools, for the offers that follow.
 
         Called with the engine locked. The completion that follows reuses the longest common token
         prefix, so a wrong guess here only costs time, never correctness.
         """
         cache = self._disk_cache(engine)
-        if cache is None or not chat or chat[0]["role"] != "system":
+        if cache is None:
             return
         llama = engine.llama
-        text = _CHATML_SYSTEM.format(content=chat[0]["content"])
-        tokens = llama.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+        tokens = _block_tokens(llama, messages, tools)
         n = len(tokens)
         if n >= llama.n_ctx() - 1:
             return
-        if llama.n_tokens >= n and list(llama.input_ids[:n]) == tokens:
-            return  # already evaluated in this process
-        if cache.restore(llama, tokens):
-            return
+        held = _common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
+        if held == n or cache.restore(llama, tokens):
+            return  # already evaluated in this process, or saved
+        shorter = [_block_tokens(llama, messages, tools[:k], listed=k > 0) for k in range(len(tools) - 1, -1, -1)]
+        restored = any(_common_prefix(c, tokens) > held and cache.restore(llama, c) for c in shorter)
+        if self.progress is not None:  # tens of seconds on a CPU the first time: say what is happening
+            self.progress("prompt", 0, 1)
         try:
-            llama.reset()  # type: ignore[no-untyped-call]
-            llama.eval(tokens)
+            if not restored and held == 0 and shorter:  # nothing to start from: save the start first
+                llama.reset()  # type: ignore[no-untyped-call]
+                llama.eval(shorter[-1])
+                cache.store(llama, shorter[-1])
+            llama.n_tokens = _common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
+            llama.eval(tokens[llama.n_tokens:])
         except Exception:  # the completion evaluates the whole prompt itself and reports real errors
             llama.reset()  # type: ignore[no-untyped-call]
             return
+        finally:
+            if self.progress is not None:
+                self.progress("prompt", 1, 1)
         cache.store(llama, tokens)
 
     def _disk_cache(self, engine: _Engine) -> PromptCache | None:
@@ -340,14 +353,35 @@ def _optional_int_setting(settings: Mapping[str, Any], key: str) -> int | None:
 # --- prompt ---------------------------------------------------------------------------------------
 
 
+def _block_tokens(llama: Llama, messages: list[Message], tools: list[ToolSpec], *, listed: bool = True) -> list[int]:
+    """The tokens of the system block the chat template renders for ``messages`` and ``tools``
+    (``listed`` False: the instructions with an empty tool list, where every offer's block starts)."""
+    text = _CHATML_SYSTEM.format(content=_system_content(messages, tools, listed=listed))
+    return list(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _system_content(messages: list[Message], tools: list[ToolSpec], *, listed: bool = True) -> str:
+    parts = [m.content for m in messages if m.role == "system" and m.content]
+    if tools or not listed:
+        parts.append(_TOOL_INSTRUCTIONS.format(tools="\n".join(_describe_tool(t) for t in tools)))
+    return "\n\n".join(parts)
+
+
 def _render_messages(messages: list[Message], tools: list[ToolSpec], *, required: bool) -> list[dict[str, str]]:
     """Chat messages Qwen's template accepts: one system message, calls as JSON, tool results as user turns."""
-    system_parts = [m.content for m in messages if m.role == "system" and m.content]
-    if tools:
-        system_parts.append(_TOOL_INSTRUCTIONS.format(tools="\n".join(_describe_tool(t) for t in tools)))
+    system = _system_content(messages, tools)
     chat: list[dict[str, str]] = []
-    if system_parts:
-        chat.append({"role": "system", "content": "\n\n".join(system_parts)})
+    if system:
+        chat.append({"role": "system", "content": system})
     call_names: dict[str, str] = {}
     for message in messages:
         if message.role == "system":

@@ -6,12 +6,13 @@ import functools
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from toolcrib.retrieval.documents import Chunk, Passage, readable_by
 from toolcrib.retrieval.embedders import Embedder
 from toolcrib.retrieval.evidence import Conflict, Evidence
+from toolcrib.retrieval.excerpt import excerpts
 from toolcrib.retrieval.index import Index, Ranked
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class Retrieval:
     conflicts: list[Conflict] = field(default_factory=list)
     threshold: float = DEFAULT_THRESHOLD
     identifiers: list[str] = field(default_factory=list)
+    excerpt_chars: int = 0  # > 0: the model is shown each passage's excerpt for the query, not all of it
 
     @property
     def best_relevance(self) -> float:
@@ -102,8 +104,13 @@ class Retrieval:
         return bool(self.passages) and self.best_relevance >= limit
 
     def evidence(self) -> Evidence:
-        return Evidence(self.query, tuple(p.cited() for p in self.passages), tuple(self.conflicts),
-                        self.sufficient())
+        cited = [p.cited() for p in self.passages]
+        if self.excerpt_chars:  # the best passage is shown whole; every version of a conflict stays
+            versions = {cid for conflict in self.conflicts for cid in conflict.citations}
+            texts = excerpts([c.text for c in cited], self.query, self.excerpt_chars, whole={0},
+                             keep={k for k, c in enumerate(cited) if c.citation in versions})
+            cited = [replace(c, text=t) for c, t in zip(cited, texts, strict=True) if t is not None]
+        return Evidence(self.query, tuple(cited), tuple(self.conflicts), self.sufficient())
 
     def to_dict(self) -> dict[str, Any]:
         """The model-facing shape (the ``vector_search`` tool's result)."""
@@ -120,7 +127,7 @@ class HybridRetriever:
 
     def __init__(self, index: Index, embedder: Embedder, reranker: Reranker | None = None, *,
                  weights: Mapping[str, float] | None = None, rrf_k: int = 60, candidates: int = 50,
-                 threshold: float = DEFAULT_THRESHOLD) -> None:
+                 threshold: float = DEFAULT_THRESHOLD, excerpt_chars: int = 0) -> None:
         self.index = index
         self.embedder = embedder
         self.reranker = reranker
@@ -128,6 +135,7 @@ class HybridRetriever:
         self.rrf_k = rrf_k
         self.candidates = candidates
         self.threshold = threshold
+        self.excerpt_chars = excerpt_chars
 
     def retrieve(self, query: str, principal_groups: Iterable[str], top_k: int = 5) -> Retrieval:
         """The ``top_k`` best passages this principal may read, with conflicts and sufficiency."""
@@ -135,7 +143,7 @@ class HybridRetriever:
         query = query.strip()
         identifiers = find_identifiers(query)
         if not query:
-            return Retrieval(query, [], threshold=self.threshold)
+            return Retrieval(query, [], threshold=self.threshold, excerpt_chars=self.excerpt_chars)
         depth = max(self.candidates, top_k * 4)
         vector = self.embedder.embed_query(query)
         dense, text = self.index.rank_hybrid(vector, query, groups, depth)
@@ -176,7 +184,7 @@ class HybridRetriever:
             if len(passages) == top_k:
                 break
         return Retrieval(query, passages, conflicts=find_conflicts(passages), threshold=self.threshold,
-                        identifiers=identifiers)
+                         identifiers=identifiers, excerpt_chars=self.excerpt_chars)
 
     def _fuse(self, fused: dict[str, _Candidate], source: str, results: Sequence[Ranked]) -> None:
         w = self.weights.get(source, 0.0)

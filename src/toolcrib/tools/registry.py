@@ -43,11 +43,14 @@ class Registry:
         return list(self._tools)
 
     def offer(self, principal: Principal, policy: Policy, grounding: Grounding | None = None) -> Offer:
-        """What ``principal`` may be offered, in registration order: the tools ``policy`` offers them,
-        less (given the run's ``grounding``) those whose required identifier the run has not seen,
-        which could only be called with an invented one. The runner shows the model this offer and
-        the gate refuses anything outside it, so both decide from this one computation."""
-        tools = [t for t in self._tools.values() if policy.offers(principal, t)]
+        """What ``principal`` may be offered: the tools ``policy`` offers them, less (given the run's
+        ``grounding``) those whose required identifier the run has not seen, which could only be
+        called with an invented one. The runner shows the model this offer and the gate refuses
+        anything outside it, so both decide from this one computation. In registration order, tools
+        taking an identifier last: the offers one principal gets then share their longest start, so a
+        model's cached prompt prefix serves them all."""
+        tools = sorted((t for t in self._tools.values() if policy.offers(principal, t)),
+                       key=lambda t: bool(t.identifiers))
         if grounding is None:
             return Offer(tuple(tools))
         withheld = {t.name: f"it needs {' or '.join(t.identifiers)}, which the request and tool results do not name"
