@@ -89,3 +89,14 @@ def test_a_chain_of_two_lookups_starts_from_the_request(ws: Path) -> None:
     assert planned(events) == [("get_order_status", {"order_id": "ORD-1007"}),
                                ("lookup_part", {"part_number": "PSU-0505"})]
     assert [name for name, _ in ran(answer)] == ["vector_search", "get_order_status", "lookup_part"]
+
+
+def test_a_lookup_is_added_for_what_the_request_asks_and_no_result_holds(ws: Path) -> None:
+    # lookup_part's description says it returns the supplier; the stock record the model chose has none
+    answer, events = ask(ws, "How many FAN-8025 fans are in stock and who is their supplier?",
+                         {"name": "lookup_stock", "arguments": {"part_number": "FAN-8025"}})
+    assert planned(events) == [("lookup_part", {"part_number": "FAN-8025"})]
+    assert "Tamarack" in json.dumps(answer)  # the supplier reached the evidence
+    _, events = ask(ws, "How many FAN-8025 fans are in stock?",
+                    {"name": "lookup_stock", "arguments": {"part_number": "FAN-8025"}})
+    assert planned(events) == []  # nothing asked that the stock record lacks

@@ -23,7 +23,7 @@ from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderS
 from toolcrib.policy.principal import Principal
 from toolcrib.retrieval.evidence import Evidence
 from toolcrib.tools.gate import CallContext, Gate
-from toolcrib.tools.grounding import Grounding, identifiers
+from toolcrib.tools.grounding import Grounding, identifiers, stems
 from toolcrib.tools.registry import Offer, tool_specs
 from toolcrib.tools.result import CallOutcome
 from toolcrib.tools.tool import Effect
@@ -320,13 +320,19 @@ class Runner:
         records = [json.dumps(o.payload.get("data"), ensure_ascii=False, default=str) for o in run.outcomes
                    if o.ok and (t := self.gate.registry.get(o.call.name)) is not None and t.trusted
                    and "retrieval" not in t.tags]
+        held = stems(" ".join(records))
         planned: list[ToolCall] = []
         for tool in offer.tools:
             key = tool.lookup_key()
-            if key is None or any(c.name == tool.name for c in calls) or not tool.named_by(run.question):
+            if key is None or any(c.name == tool.name for c in calls):
+                continue
+            # asked for what only this tool returns ("... and who is their supplier?"): the identifier
+            # already looked up by another tool is this tool's to look up too
+            missing = tool.returns_asked(run.question, held)
+            if not (missing or tool.named_by(run.question)):
                 continue
             name, shape = key
-            found = [v for v in identifiers(run.question, shape) if v.casefold() not in used]
+            found = [v for v in identifiers(run.question, shape) if missing or v.casefold() not in used]
             if not found:
                 if any(name in c.arguments for c in calls):  # that kind of thing was looked up: no chain
                     continue

@@ -77,6 +77,11 @@ def _name_words(name: str) -> list[str]:
 
 # Words in tool names that say nothing about what the tool reads.
 _GENERIC = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from"})
+# Words of a description's first sentence that say how a tool works, not what it returns.
+_VAGUE = frozenset({"look", "find", "search", "return", "get", "give", "show", "read", "fetch", "check", "what",
+                    "which", "when", "where", "their", "there", "this", "that", "these", "those", "with", "from",
+                    "about", "into", "each", "every", "exact", "number", "given", "known", "record", "one", "only",
+                    "many", "much", "unit"})
 
 # Encoders built once: json.dumps with options builds a new encoder on every call.
 _TEXT = json.JSONEncoder(ensure_ascii=False, default=str)
@@ -192,6 +197,15 @@ class Tool:
         for get_channels, "inbox" for read_inbox), in any form."""
         words = [w for w in _name_words(self.name)[1:] if len(w) > 3 and w not in _GENERIC]
         return bool(stems(" ".join(words)) & stems(request))
+
+    def returns_asked(self, request: str, held: set[str]) -> bool:
+        """Whether ``request`` asks for something the first sentence of this tool's description says it
+        returns ("its name, unit price in US dollars and supplier": "who is their supplier?") that no
+        result so far holds (``held``: the word stems of those results)."""
+        summary = re.split(r"(?<=[.!?])\s", self.description.strip(), maxsplit=1)[0]
+        keyed_by = stems(" ".join([*_name_words(self.name), *self.parameters.get("properties", {})]).replace("_", " "))
+        wanted = {w for w in stems(summary) if len(w) > 3} - _VAGUE - keyed_by  # "part": what it is keyed by
+        return bool((wanted & stems(request)) - held)
 
     def sources(self, data: Any, *, encoded: str | None = None) -> list[tuple[Source, str]]:
         """The texts of one result of this tool, each with where it came from. ``encoded``: ``data``
