@@ -287,10 +287,11 @@ class Runner:
         have in stock": lookup_stock) and the run has not made, with the identifier of its shape that the
         request holds, or else that exactly one record the run's own tools returned holds when no call
         so far looked up that kind of thing ("the part ordered in ORD-1005": the order's one part, once
-        the order was looked up). In up to two rounds (a chain), at most two calls in all, run through the
-        gate like any call; WRITE/ACTUATE tools are never planned. (A document search for a request that
-        asks two things was tried and dropped: on the demo set it added ~40 s of prompt per question and
-        passed none more.)"""
+        the order was looked up); or a lookup whose description says it returns what the request asks
+        and no result holds ("... and who is their supplier?"). In up to two rounds (a chain), at most
+        two calls in all, run through the gate like any call; WRITE/ACTUATE tools are never planned. (A
+        document search for a request that asks two things was tried and dropped: on the demo set it
+        added ~40 s of prompt per question and passed none more.)"""
         if not self.settings.plan_lookups:
             return
         two_asks = bool(_TWO_ASKS.search(run.question))

@@ -45,12 +45,16 @@ _GRAMMAR_KEYWORDS = frozenset({
 })
 _GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"})
 
-# The examples use placeholders, never realistic IDs: a 1.5B model copies example values. The tool
-# list comes last: offers that differ in their last tools then share the rest of the cached prefix.
+# The examples use placeholders, never realistic IDs: a 1.5B model copies example values. (Moving the
+# tool list after the rules and examples, so offers share more of the cached prefix, was measured and
+# dropped: the model then sent count questions to the document search.)
 _TOOL_INSTRUCTIONS = """\
 You decide the next step. Reply with exactly one JSON object:
 - {{"answer": "<your reply>"}} to reply to the user yourself, or
-- {{"tool": "<tool name>", "arguments": {{...}}}} to call one tool, from the list of tools at the end.
+- {{"tool": "<tool name>", "arguments": {{...}}}} to call one tool.
+
+Tools:
+{tools}
 
 Rules:
 - If the question needs the user's business data (an order, a part, a price, stock, a record, a document or \
@@ -72,10 +76,7 @@ User: What do our rules say about <TOPIC>?
 User: Hello, who are you?
 {{"answer": "Hello! I am an assistant; ask me about your data."}}
 Tool result for <tool name>: {{"ok": true, "<field>": "<VALUE>"}}
-{{"answer": "The <field> is <VALUE>."}}
-
-Tools:
-{tools}"""
+{{"answer": "The <field> is <VALUE>."}}"""
 
 # Added to the last turn, not the system block, so a required call keeps the cached prefix.
 _TOOL_ONLY_RULE = "(A tool call is required now: reply with a tool call, not an answer.)"
@@ -214,10 +215,10 @@ class LocalModel(Model):
         )
 
     def _prepare_prefix(self, engine: _Engine, messages: list[Message], tools: list[ToolSpec]) -> None:
-        """Make sure the context holds the system block (the tool list last), from the disk cache when
-        possible: the block itself, or else the saved block sharing the longest start with it (the
-        same prompt with fewer tools at the end: another offer of the workspace), extended by the rest.
-        The first block ever built also saves its start without tools, for the offers that follow.
+        """Make sure the context holds the system block, from the disk cache when possible: the block
+        itself, or else the saved block sharing the longest start with it (the same prompt with fewer
+        tools at the end of its list: another offer of the workspace), extended by the rest. The first
+        block ever built also saves the one with an empty tool list, where every offer's block starts.
 
         Called with the engine locked. The completion that follows reuses the longest common token
         prefix, so a wrong guess here only costs time, never correctness.

@@ -105,9 +105,10 @@ class Evidence:
     sufficient: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The model-facing shape (the ``vector_search`` tool's result). Documents written outside the
-        organisation are listed once, at the end, rather than marked on each passage: a small model
-        reads a per-passage mark as a cue to repeat the passage."""
+        """The ``vector_search`` tool's result, as the trace keeps it and ``from_payload`` reads it back
+        (the runner shows the model ``to_text``). Documents written outside the organisation are listed
+        once, at the end, rather than marked on each passage: a small model reads a per-passage mark as
+        a cue to repeat the passage."""
         out = {"passages": [p.to_dict() for p in self.passages], "conflicts": [c.to_dict() for c in self.conflicts],
                "sufficient": self.sufficient, "searched": self.searched}
         untrusted = sorted({p.doc_id for p in self.passages if not p.trusted})

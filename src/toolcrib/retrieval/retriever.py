@@ -85,7 +85,7 @@ class Retrieval:
     conflicts: list[Conflict] = field(default_factory=list)
     threshold: float = DEFAULT_THRESHOLD
     identifiers: list[str] = field(default_factory=list)
-    excerpt_chars: int = 0  # > 0: the model is shown each passage's excerpt for the query, not all of it
+    excerpt_chars: int = 0  # > 0: about this many characters of passage text in all, excerpted for the query
 
     @property
     def best_relevance(self) -> float:
@@ -113,7 +113,7 @@ class Retrieval:
         return Evidence(self.query, tuple(cited), tuple(self.conflicts), self.sufficient())
 
     def to_dict(self) -> dict[str, Any]:
-        """The model-facing shape (the ``vector_search`` tool's result)."""
+        """The ``vector_search`` tool's result (what the model reads is ``Evidence.to_text``)."""
         return self.evidence().to_dict()
 
 
