@@ -42,17 +42,17 @@ class EvidenceLedger:
     conflicts: list[Conflict] = field(default_factory=list)
     _counter: int = 0
 
-    def add(self, outcome: CallOutcome) -> None:
-        """Record a successful call's result."""
+    def add(self, outcome: CallOutcome) -> Evidence | None:
+        """Record a successful call's result; a document search's result is returned, read back."""
         data = outcome.payload.get("data")
         evidence = Evidence.from_payload(data)
         if evidence is not None:
             self._add_search(evidence)
-            return
+            return evidence
         web = WebResults.from_payload(data)
         if web is not None:  # each hit citable on its own, by its URL
             self._add_web(web)
-            return
+            return None
         self._counter += 1
         cid = f"{outcome.call.name}#{self._counter}"
         text = json.dumps(data, ensure_ascii=False)
@@ -61,6 +61,7 @@ class EvidenceLedger:
         if outcome.found_nothing:
             args = ", ".join(f"{k}={v}" for k, v in outcome.call.arguments.items())
             self.found_nothing[cid] = f"{outcome.call.name} found nothing for {args}"
+        return None
 
     def add_hosted(self, call: HostedCall) -> list[str]:
         """Record a tool the provider ran (a completed one): what it searched and the sources it returned,

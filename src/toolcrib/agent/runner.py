@@ -21,7 +21,6 @@ from toolcrib.agent.smalltalk import small_talk_reply
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
 from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderScoped, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
-from toolcrib.retrieval.evidence import Evidence
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding, identifiers, stems
 from toolcrib.tools.registry import Offer, tool_specs
@@ -430,9 +429,7 @@ class Runner:
         for outcome in outcomes:
             run.calls += 1
             run.outcomes.append(outcome)
-            if outcome.ok:
-                run.evidence.add(outcome)
-            evidence = Evidence.from_payload(outcome.payload.get("data")) if outcome.ok else None
+            evidence = run.evidence.add(outcome) if outcome.ok else None  # a search is shown as text
             run.messages.append(Message("tool", outcome.for_model(evidence.to_text() if evidence else None),
                                         tool_call_id=outcome.call.id, name=outcome.call.name))
 

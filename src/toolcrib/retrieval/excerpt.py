@@ -97,7 +97,7 @@ def key_sentence(text: str, question: str, limit: int = 240) -> str | None:
     """The one unit of ``text`` that bears most on ``question`` (a table row with its header row), in
     the document's words, cut at ``limit`` characters; None when no unit shares a word with it."""
     parts = units(text)
-    scores = _scores(parts, question, term_weights(question, [text]))
+    scores = _scores(parts, question, term_weights(question, [parts]))
     if not parts or max(scores) <= 0:
         return None
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))
@@ -162,12 +162,13 @@ def _cut(text: str, limit: int) -> str:
     return (cut[:space] if space > limit // 2 else cut) + GAP.rstrip()
 
 
-def term_weights(question: str, texts: Sequence[str]) -> dict[str, float]:
-    """Each question term weighted by how rare it is across the units of ``texts`` (an idf)."""
+def term_weights(question: str, parsed: Sequence[Sequence[_Unit]]) -> dict[str, float]:
+    """Each question term weighted by how rare it is across the units of the passages (``parsed``,
+    each passage's ``units``): an idf."""
     counts: Counter[str] = Counter()
     total = 0
-    for text in texts:
-        for unit in units(text):
+    for parts in parsed:
+        for unit in parts:
             total += 1
             counts.update(unit.terms)
     # a term with a digit (S2, HLV-2205, 8.3) names one thing: it weighs double
@@ -189,8 +190,8 @@ def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collecti
     """
     if budget <= 0 or sum(len(t) for t in texts) <= budget:
         return list(texts)
-    weights = term_weights(question, texts)
-    parsed = [units(t) for t in texts]
+    parsed = [units(t) for t in texts]  # each passage parsed once, for the weights and the choice
+    weights = term_weights(question, parsed)
     scores = [_scores(p, question, weights) for p in parsed]
     best = [max(s, default=0.0) for s in scores]
     top = max(best, default=0.0)
