@@ -50,8 +50,13 @@ def defines(chunk: Chunk, identifier: str) -> bool:
     (``8.3 For each week...``, ``| HLV-2205 | ...``), rather than merely mentioning it."""
     if contains_exactly(f"{chunk.meta.title} {chunk.section}", identifier):
         return True
-    opener = rf"(?im)(?:^|\|)[\s*#>_-]*(?:clause|section|part|§)?\s*{re.escape(identifier)}(?![A-Za-z0-9]|\.\d)"
-    return re.search(opener, chunk.text) is not None
+    return _opener_pattern(identifier).search(chunk.text) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _opener_pattern(identifier: str) -> re.Pattern[str]:
+    return re.compile(rf"(?im)(?:^|\|)[\s*#>_-]*(?:clause|section|part|§)?\s*{re.escape(identifier)}"
+                      r"(?![A-Za-z0-9]|\.\d)")
 
 
 @runtime_checkable
