@@ -78,7 +78,7 @@ class Snapshot:
             raise ConfigError(f"the index's query snapshot is damaged ({exc}); rebuild with "
                               "`toolcrib ingest --reindex`", file=str(folder)) from None
         self.size = len(self.label_ids)
-        self._masks: dict[tuple[str, ...], np.ndarray] = {}
+        self._masks: dict[tuple[str, ...], tuple[np.ndarray, list[tuple[int, int]]]] = {}
 
     # -- writing --------------------------------------------------------------------------------------
 
