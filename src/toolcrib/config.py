@@ -19,6 +19,9 @@ class WorkspaceSection(_Section):
     name: str = "toolcrib workspace"
     require_evidence: bool = True
     small_talk: bool = True  # a greeting, thanks or goodbye is answered by code, with no model call
+    # single mode: a what/who/where/when/how-much question about records looked up by their ids is
+    # answered by code from the records' fields, with no final model call (agent/records.py)
+    record_answers: bool = True
     system_prompt: str = ""
     default_user: str | None = None
     mode: Literal["single", "loop"] = "single"

@@ -528,7 +528,7 @@ class Workspace:
             mode=mode or cfg.workspace.mode,
             limits=Limits(rounds=lim.rounds, tool_calls=lim.tool_calls, wall_s=lim.wall_s, tokens=lim.tokens),
             require_evidence=cfg.workspace.require_evidence, name=cfg.workspace.name,
-            small_talk=cfg.workspace.small_talk,
+            small_talk=cfg.workspace.small_talk, record_answers=cfg.workspace.record_answers,
             system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens,
             offer_only_groundable=cfg.tools.offer_only_groundable, plan_lookups=cfg.tools.plan_lookups,
             search_when_nothing_found=cfg.retrieval.search_when_nothing_found)

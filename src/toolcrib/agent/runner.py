@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.evidence import EvidenceLedger
+from toolcrib.agent.records import LookedUp, record_answer
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
@@ -111,6 +112,7 @@ class RunnerSettings:
     search_when_nothing_found: bool = True  # code searches the documents once if no tool found anything
     plan_lookups: bool = True  # single mode: code adds the obvious lookups the model's one call left out
     small_talk: bool = True  # a greeting, thanks or goodbye is answered by code, with no model call
+    record_answers: bool = True  # single mode: facts of records looked up by id are stated by code
 
 
 @dataclass
@@ -278,7 +280,26 @@ class Runner:
             return self._pause(run, pending)
         if outcomes[0].ok and outcomes[0].effect == Effect.READ.value:
             await self._planned_lookups(run)
+            if self.settings.record_answers and (text := self._record_answer(run)):
+                run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code from the records", detail={
+                    "reason": "the question asks for facts of the records looked up; code states their fields"})
+                return self._finish(run, text, outcome="answered")
         return await self._finish_with_final_ask(run)
+
+    def _record_answer(self, run: _Run) -> str | None:
+        """``records.record_answer`` when every call of the run was a successful lookup by identifier of
+        a trusted tool and nothing was flagged; else None (the model writes the answer)."""
+        lookups: list[LookedUp] = []
+        for outcome in run.outcomes:
+            tool = self.gate.registry.get(outcome.call.name)
+            key = tool.lookup_key() if tool is not None else None
+            citation = run.evidence.citation_of(outcome.call.id)
+            if (tool is None or key is None or not outcome.ok or not tool.trusted or "retrieval" in tool.tags
+                    or citation is None):
+                return None
+            lookups.append(LookedUp(tool, str(outcome.call.arguments.get(key[0], "")), outcome.payload.get("data")
+                                    or {}, citation))
+        return None if run.cctx.flags else record_answer(run.question, lookups)
 
     async def _planned_lookups(self, run: _Run) -> None:
         """Single mode: the obvious lookups the model's one call left out, proposed by code. A lookup by

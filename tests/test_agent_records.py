@@ -1,0 +1,108 @@
+"""Record answers: facts of records looked up by id are stated by code, with no final model call."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+
+from toolcrib import (
+    EventKind,
+    Gate,
+    GroupPolicy,
+    Identifier,
+    Principal,
+    Registry,
+    Runner,
+    RunnerSettings,
+    ScriptedModel,
+    Tracer,
+    tool,
+)
+from toolcrib.agent.records import LookedUp, record_answer
+
+ORDER = {"found": True, "order_id": "ORD-1001", "customer": "Harrier Labs", "status": "shipped", "carrier": "DHL",
+         "tracking": "JD0146 2281 7740", "eta": "2026-11-28", "items": "2x HLV-2205"}
+READING = {"found": True, "channel": "C", "value": 24.1, "unit": "°C", "recorded_at": "2026-11-26 09:00",
+           "live": False, "source": "archive"}
+
+
+@tool
+def get_order_status(order_id: Annotated[str, Identifier(shape=r"ORD-\d+")]) -> dict[str, Any]:
+    """Get the status, carrier, tracking number and expected delivery date of a customer order."""
+    return dict(ORDER) if order_id == "ORD-1001" else {"found": False, "order_id": order_id}
+
+
+@tool
+def query_archived_reading(channel: Annotated[str, Identifier(shape=r"[A-D]")]) -> dict[str, Any]:
+    """Latest archived temperature reading of a bench channel, with its timestamp."""
+    return dict(READING)
+
+
+@tool
+def search_notes(query: str) -> dict[str, Any]:
+    """Search the team's notes."""
+    return {"notes": ["Returns are accepted within 14 days."]}
+
+
+USER = Principal("alice", groups=frozenset({"support"}))
+
+
+def looked_up(record: dict[str, Any], fn: Any = get_order_status, key: str = "ORD-1001") -> list[LookedUp]:
+    return [LookedUp(fn, key, record, f"{fn.name}#1")]
+
+
+def test_a_fact_question_about_a_record_is_answered_with_its_fields_exactly_as_written() -> None:
+    text = record_answer("When is order ORD-1001 expected to arrive, and with which carrier?", looked_up(ORDER))
+    assert text is not None
+    assert text.startswith("Order status ORD-1001: carrier DHL;")  # the fields the question names first
+    for value in ("shipped", "JD0146 2281 7740", "2026-11-28", "2x HLV-2205"):
+        assert value in text
+    assert text.endswith("[get_order_status#1].") and "found" not in text
+    reading = record_answer("What was the last recorded temperature on channel C?",
+                            looked_up(READING, query_archived_reading, "C"))
+    assert reading is not None and "value 24.1 °C" in reading and "live no" in reading
+
+
+@pytest.mark.parametrize("question", [
+    "Has order ORD-1001 shipped?",                               # yes/no: the model answers
+    "Why is order ORD-1001 not here yet?",                      # needs reasoning
+    "What is the status of ORD-1001 and can I return its items for a refund?",  # asks what no record holds
+    "What is the status of order ORD-1001 if it is late?",
+])
+def test_questions_the_records_do_not_simply_answer_go_to_the_model(question: str) -> None:
+    assert record_answer(question, looked_up(ORDER)) is None
+
+
+def test_a_record_that_was_not_found_goes_to_the_model() -> None:
+    assert record_answer("What is the status of order ORD-9999?",
+                         looked_up({"found": False, "order_id": "ORD-9999"}, key="ORD-9999")) is None
+
+
+def run(replies: list[Any], question: str, **settings: Any) -> tuple[Any, ScriptedModel, Tracer]:
+    model = ScriptedModel(replies)
+    gate = Gate(Registry([get_order_status, query_archived_reading, search_notes]),
+                GroupPolicy({"support": ["*"]}))
+    tracer = Tracer()
+    answer = Runner(model, gate, RunnerSettings(**settings), tracer_factory=lambda: tracer).ask(question, USER)
+    return answer, model, tracer
+
+
+def test_the_runner_states_the_record_without_asking_the_model_again() -> None:
+    call = {"tool_calls": [{"name": "get_order_status", "arguments": {"order_id": "ORD-1001"}}]}
+    answer, model, tracer = run([call], "What is the status of order ORD-1001?")
+    assert len(model.requests) == 1  # the decision only: no final answer call
+    assert answer.outcome == "answered" and not answer.flags
+    assert answer.text.startswith("Order status ORD-1001: status shipped;")
+    assert [c.id for c in answer.citations] == ["get_order_status#1"]
+    assert any(e.kind == EventKind.EVIDENCE_RULE and "Answered by code" in e.title for e in tracer.events)
+
+    off, model, _ = run([call, "It shipped with DHL [get_order_status#1]."], "What is the status of order ORD-1001?",
+                        record_answers=False)
+    assert off.text.startswith("It shipped with DHL") and len(model.requests) == 2
+
+
+def test_a_run_that_also_searched_notes_gets_a_model_written_answer() -> None:
+    search = {"tool_calls": [{"name": "search_notes", "arguments": {"query": "order status"}}]}
+    answer, model, _ = run([search, "Returns within 14 days [search_notes#1]."], "What is the returns window?")
+    assert len(model.requests) == 2 and "14 days" in answer.text
