@@ -61,7 +61,7 @@ def test_a_fact_question_about_a_record_is_answered_with_its_fields_exactly_as_w
     assert text.endswith("[get_order_status#1].") and "found" not in text
     reading = record_answer("What was the last recorded temperature on channel C?",
                             looked_up(READING, query_archived_reading, "C"))
-    assert reading is not None and "value 24.1 °C" in reading and "live no" in reading
+    assert reading is not None and "value 24.1 °C" in reading and "; not live;" in reading
 
 
 @pytest.mark.parametrize("question", [
@@ -106,3 +106,9 @@ def test_a_run_that_also_searched_notes_gets_a_model_written_answer() -> None:
     search = {"tool_calls": [{"name": "search_notes", "arguments": {"query": "order status"}}]}
     answer, model, _ = run([search, "Returns within 14 days [search_notes#1]."], "What is the returns window?")
     assert len(model.requests) == 2 and "14 days" in answer.text
+
+
+def test_a_stated_record_passes_the_claim_check_false_flags_included() -> None:
+    call = {"tool_calls": [{"name": "query_archived_reading", "arguments": {"channel": "C"}}]}
+    answer, _, _ = run([call], "What was the last recorded temperature on channel C?")
+    assert "value 24.1 °C" in answer.text and "not live" in answer.text and not answer.flags

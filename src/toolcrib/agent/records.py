@@ -37,6 +37,7 @@ _ASKING = stems(
     "one ones get got")
 _SKIPPED = frozenset({"found", "ok", "message"})  # what a result says about itself, not the record's facts
 _MAX_FIELDS = 14
+_TRUE, _FALSE = "\x00true", "\x00false"  # a flag is stated as "live" or "not live", not "live no"
 
 
 @dataclass(frozen=True)
@@ -89,14 +90,15 @@ def _sentence(item: LookedUp, asked: set[str]) -> str:
         else:
             fields.append((name, _shown(value)))
     fields.sort(key=lambda field: not (stems(field[0].replace("_", " ")) & asked))
-    parts = [f"{name.replace('_', ' ')} {value}" for name, value in fields]
+    parts = [f"not {name}" if value == _FALSE else name if value == _TRUE else f"{name} {value}"
+             for name, value in ((n.replace("_", " "), v) for n, v in fields)]
     label = " ".join(w for w in item.tool.name.split("_")[1:] if w) or item.tool.name
     return f"{label[:1].upper()}{label[1:]} {item.key}: {'; '.join(parts)} [{item.citation}]."
 
 
 def _shown(value: Any) -> str:
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return _TRUE if value else _FALSE
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
     return str(value)
