@@ -38,8 +38,10 @@ from dataclasses import asdict, dataclass, field, fields
 from types import TracebackType
 from typing import Any
 
+from toolcrib.errors import InvalidArguments
 from toolcrib.policy._connections import PostgresConnection, SQLiteConnection
 from toolcrib.policy.canonical import canonical_json, sha256_hex
+from toolcrib.trace.batching import Batching
 
 EVENTS = frozenset({
     "proposed", "allowed", "denied", "approved", "rejected", "expired", "executed", "failed",
@@ -186,8 +188,20 @@ class AuditStore(ABC):
 
 
 _FIELDS = ", ".join(f.name for f in fields(AuditRecord))  # the columns, in the record's order
-# timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail as canonical JSON
-_Entry = tuple[float, str, str, str, str, str, str, str]
+# timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail: canonical JSON, or (a
+# deferred record's) the mapping, encoded when it is written
+_Entry = tuple[float, str, str, str, str, str, str, str | dict[str, Any]]
+
+
+def _encoded(detail: str | dict[str, Any]) -> str:
+    """A deferred record's detail as canonical JSON; one that cannot be encoded is recorded as such
+    (the chain must not stop on it)."""
+    if isinstance(detail, str):
+        return detail
+    try:
+        return canonical_json(detail)
+    except (TypeError, ValueError, InvalidArguments) as exc:
+        return canonical_json({"unencodable_detail": f"{type(exc).__name__}: {exc}"[:300]})
 
 
 def _record(row: Sequence[Any]) -> AuditRecord:
@@ -240,7 +254,8 @@ class _SQLAuditStore(AuditStore):
         last = cur.fetchone()
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
         written = []
-        for timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail_json in entries:
+        for timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail in entries:
+            detail_json = _encoded(detail)
             record = AuditRecord(seq, timestamp, event, actor, decided_by, tool, proposal_id,
                                  trace_id, json.loads(detail_json), prev)
             record = AuditRecord(**{**record.body(), "hash": record.computed_hash()})
@@ -305,6 +320,7 @@ class SQLiteAuditStore(_SQLAuditStore):
         self._commit = threading.Lock()  # held from taking queued records until they are committed
         self._failure: BaseException | None = None
         self._writer: threading.Thread | None = None
+        self._batching = Batching(self._changed)
         self._pid = os.getpid()
         self._closed = False
 
@@ -329,7 +345,10 @@ class SQLiteAuditStore(_SQLAuditStore):
             self.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
                         trace_id=trace_id, detail=detail)
             return
-        entry = self._entry(event, actor, decided_by, tool, proposal_id, trace_id, detail)
+        if event not in EVENTS:
+            raise ValueError(f"unknown audit event {event!r}; expected one of {sorted(EVENTS)}")
+        # the detail is encoded by the writer (a READ call's arguments: validated JSON, not changed later)
+        entry = (self._clock(), event, actor, decided_by, tool, proposal_id, trace_id, dict(detail or {}))
         with self._changed:
             self._forked()
             self._queue.append(entry)
@@ -338,12 +357,14 @@ class SQLiteAuditStore(_SQLAuditStore):
                 self._writer = threading.Thread(target=self._write_queued, name="toolcrib-audit", daemon=True)
                 self._writer.start()
                 _FLUSH_AT_EXIT.add(self)
-            self._changed.notify_all()
+            self._batching.queued(len(self._queue))
 
     def flush(self) -> None:
         with self._changed:
             self._forked()
             target = self._queued
+            if self._committed < target:
+                self._batching.urgent()
             while self._committed < target:
                 if self._failure is not None:
                     raise self._failure
@@ -384,6 +405,7 @@ class SQLiteAuditStore(_SQLAuditStore):
             self._queue, self._queued, self._committed = [], 0, 0
             self._writer, self._failure = None, None
             self._changed = threading.Condition()
+            self._batching = Batching(self._changed)
             self._commit = threading.Lock()
 
     def _take(self) -> list[_Entry]:
@@ -402,12 +424,12 @@ class SQLiteAuditStore(_SQLAuditStore):
             self._changed.notify_all()
 
     def _write_queued(self) -> None:
-        """Commit whatever is queued, one transaction at a time; records queued while one commits go
-        in the next (no timer: under load a batch grows by itself, idle it is one record)."""
+        """Commit whatever is queued, one transaction at a time, in batches (``Batching``: a batch waits
+        up to 50 ms for its run's other records, unless flushed); records queued while one commits go
+        in the next."""
         while True:
             with self._changed:
-                while not self._queue and not self._closed:
-                    self._changed.wait()
+                self._batching.wait(lambda: len(self._queue), lambda: self._closed)
                 if not self._queue:
                     return
             with self._commit:

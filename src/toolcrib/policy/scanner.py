@@ -44,6 +44,8 @@ class Scanner(Protocol):
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 _ESCAPED_BREAKS = re.compile(r"\\[nrt]")  # a dict or list result arrives as its repr, line breaks escaped
+_MEMO_CHARS = 200  # texts up to this long have their flags remembered ...
+_MEMO_SIZE = 4096  # ... this many at a time
 _LETTERS_ONLY = bytes(c if 97 <= c <= 122 else 32 for c in range(256))  # a-z kept, all else a space
 
 
@@ -97,10 +99,21 @@ class PatternScanner:
         self._any_phrase = re.compile("|".join(phrases)) if phrases else None
         self.context = context
         self.max_flags = max_flags
+        self._memo: dict[str, tuple[Flag, ...]] = {}  # the flags of short texts scanned already
         self.threshold = threshold
         self.window = window
 
     def scan(self, text: str) -> list[Flag]:
+        if len(text) > _MEMO_CHARS:
+            return self._scan(text)
+        known = self._memo.get(text)  # short values (a status, a name, an id) recur in every result
+        if known is None:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            known = self._memo[text] = tuple(self._scan(text))
+        return list(known)
+
+    def _scan(self, text: str) -> list[Flag]:
         if "\\" in text:
             text = _ESCAPED_BREAKS.sub(" \n", text)
         t = _Text(text)
