@@ -16,6 +16,8 @@ import pytest
 from toolcrib.errors import ConfigError, InvalidArguments, ToolFailed
 from toolcrib.policy.principal import Principal
 from toolcrib.retrieval import (
+    Chunk,
+    DocumentMeta,
     FunctionReranker,
     HybridRetriever,
     LanceIndex,
@@ -26,6 +28,7 @@ from toolcrib.retrieval import (
     check_citations,
     ingest,
 )
+from toolcrib.retrieval.retriever import Retrieval
 from toolcrib.retrieval.tool import make_vector_search_tool, vector_search
 from toolcrib.tools.tool import ToolContext
 
@@ -310,3 +313,17 @@ def test_openai_embedder_speaks_the_embeddings_protocol(embeddings_server: str) 
     assert embedder.id == "openai:text-embedding-test@4"
     with pytest.raises(ConfigError, match="API key"):
         OpenAIEmbedder("m", base_url=embeddings_server, api_key="wrong", dim=4).embed(["a"])
+
+
+def test_a_passage_with_every_word_of_the_query_suffices_a_little_under_the_threshold() -> None:
+    guide = Chunk(DocumentMeta("guide", "Support guide", "guide.md", "h"), "c4",
+                  "Call the duty engineer first, then open the ticket as P1.",
+                  section="4. How to escalate a critical issue")
+
+    def found(query: str, relevance: float) -> Retrieval:
+        return Retrieval(query, [Passage(chunk=guide, score=0.03, relevance=relevance)], threshold=0.4)
+
+    assert found("How do I escalate a critical issue?", 0.34).sufficient()
+    assert not found("How do I escalate a critical invoice dispute?", 0.34).sufficient()  # a word it lacks
+    assert not found("How do I escalate a critical issue?", 0.25).sufficient()  # too far under
+    assert found("Who is the duty engineer today?", 0.41).sufficient()  # over the threshold: as before

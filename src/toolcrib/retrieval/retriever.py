@@ -12,13 +12,15 @@ from typing import Any, Protocol, runtime_checkable
 from toolcrib.retrieval.documents import Chunk, Passage, readable_by
 from toolcrib.retrieval.embedders import Embedder
 from toolcrib.retrieval.evidence import Conflict, Evidence
-from toolcrib.retrieval.excerpt import excerpts
+from toolcrib.retrieval.excerpt import excerpts, terms
 from toolcrib.retrieval.index import Index, Ranked
 
 log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 0.35
 """Cosine similarity (all-MiniLM-L6-v2) under which the best passage is not evidence enough."""
+LEXICAL_MARGIN = 0.1
+"""How far under the threshold a passage holding every content word of the query still counts."""
 
 _HYPHENATED = r"[A-Za-z0-9]+(?:[-_/][A-Za-z0-9]+)+"
 _IDENTIFIER = re.compile(
@@ -101,12 +103,22 @@ class Retrieval:
         return [p.citation for p in self.passages]
 
     def sufficient(self, threshold: float | None = None) -> bool:
-        """False when nothing survived the access filter, the best passage is below the threshold, or
+        """False when nothing survived the access filter, the best passage is below the threshold (by
+        up to ``LEXICAL_MARGIN`` is enough when a passage holds every content word of the query), or
         the query names identifiers (HLV-9999, clause 8.3) that no passage contains."""
         limit = self.threshold if threshold is None else threshold
         if self.identifiers and not any(p.exact_match for p in self.passages):
             return False
-        return bool(self.passages) and self.best_relevance >= limit
+        if not self.passages or self.best_relevance < limit - LEXICAL_MARGIN:
+            return False
+        return self.best_relevance >= limit or self.covered
+
+    @property
+    def covered(self) -> bool:
+        """Lexical agreement: one passage holds every content word of the query (two or more), as
+        "How to escalate a critical issue" does for "How do I escalate a critical issue?"."""
+        wanted = terms(self.query)
+        return len(wanted) >= 2 and any(wanted <= terms(p.chunk.search_text) for p in self.passages)
 
     def evidence(self) -> Evidence:
         cited = [p.cited() for p in self.passages]
