@@ -42,15 +42,23 @@ def _secret_key(key: Any) -> bool:
 
 def redact(value: Any) -> Any:
     """Return ``value`` with secret-looking keys and values replaced by ``[redacted]``."""
+    kind = type(value)
+    if kind is str:
+        # both secret shapes hold one of these literally (the pattern is case-sensitive): most strings
+        # are ruled out by two substring tests, without the regular expression
+        return _SECRET_VALUES.sub(REDACTED, value) if "sk-" in value or "Bearer" in value else value
+    if kind in _SCALARS:
+        return value
     if isinstance(value, dict):
         return {k: (REDACTED if _secret_key(k) else redact(v)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v) for v in value]
-    if isinstance(value, str):
-        # both secret shapes hold one of these literally (the pattern is case-sensitive): most strings
-        # are ruled out by two substring tests, without the regular expression
-        return _SECRET_VALUES.sub(REDACTED, value) if "sk-" in value or "Bearer" in value else value
+    if isinstance(value, str):  # a str subclass
+        return redact(str(value))
     return value
+
+
+_SCALARS = frozenset({bool, int, float, type(None)})
 
 
 Step = Event
