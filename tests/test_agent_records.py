@@ -112,3 +112,29 @@ def test_a_stated_record_passes_the_claim_check_false_flags_included() -> None:
     call = {"tool_calls": [{"name": "query_archived_reading", "arguments": {"channel": "C"}}]}
     answer, _, _ = run([call], "What was the last recorded temperature on channel C?")
     assert "value 24.1 °C" in answer.text and "not live" in answer.text and not answer.flags
+
+
+@tool(tags=("retrieval",))
+def search_docs(query: str) -> dict[str, Any]:
+    """Search the company documents."""
+    return {"passages": [{"citation": "returns#c2", "title": "Returns policy", "text": "Returns within 14 days."}],
+            "sufficient": True, "searched": query}
+
+
+def test_a_request_asking_more_than_its_records_hold_gets_the_documents_searched_too() -> None:
+    def ask(question: str, **settings: Any) -> tuple[Any, list[str], Tracer]:
+        call = {"tool_calls": [{"name": "get_order_status", "arguments": {"order_id": "ORD-1001"}}]}
+        model = ScriptedModel([call, "Shipped [get_order_status#1]; returns within 14 days [returns#c2]."])
+        tracer = Tracer()
+        gate = Gate(Registry([get_order_status, search_docs]), GroupPolicy({"support": ["*"]}))
+        answer = Runner(model, gate, RunnerSettings(**settings), tracer_factory=lambda: tracer).ask(question, USER)
+        return answer, [o["name"] for o in answer.executed], tracer
+
+    answer, ran, tracer = ask("Has order ORD-1001 shipped, and how many days do I have to return its items?")
+    assert ran == ["get_order_status", "search_docs"]
+    assert {c.id for c in answer.citations} == {"get_order_status#1", "returns#c2"}
+    search = next(e for e in tracer.events if e.kind == EventKind.CODE_SEARCH)
+    assert "return" in search.detail["reason"] and "day" in search.detail["reason"]
+    assert ask("Has order ORD-1001 shipped yet?")[1] == ["get_order_status"]  # all it asks, the record holds
+    assert ask("Has order ORD-1001 shipped, and how many days do I have to return its items?",
+               search_when_unanswered=False)[1] == ["get_order_status"]

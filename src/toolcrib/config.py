@@ -83,6 +83,10 @@ class RetrievalSection(_Section):
     index: Literal["lance", "pgvector"] = "lance"
     # When no tool call of a run found anything, code searches the documents once with the question.
     search_when_nothing_found: bool = True
+    # single mode: code searches the documents once when the request asks about two or more words that
+    # no result of the run (nor the tools that returned them) holds ("what does F2 cost and how often
+    # should it be replaced?" after a price lookup)
+    search_when_unanswered: bool = True
     # Characters of passage text a search shows the model, in all: the sentences, rows and items that
     # share the query's words, each passage's best first (citations still name whole passages). 0: all.
     excerpt_chars: int = Field(1200, ge=0)

@@ -531,7 +531,8 @@ class Workspace:
             small_talk=cfg.workspace.small_talk, record_answers=cfg.workspace.record_answers,
             system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens,
             offer_only_groundable=cfg.tools.offer_only_groundable, plan_lookups=cfg.tools.plan_lookups,
-            search_when_nothing_found=cfg.retrieval.search_when_nothing_found)
+            search_when_nothing_found=cfg.retrieval.search_when_nothing_found,
+            search_when_unanswered=cfg.retrieval.search_when_unanswered)
         return Runner(model or self.model(), gate or self.gate(), settings, resources=self.resources,
                       tracer_factory=self.tracer_factory(), runs=self.run_store)
 

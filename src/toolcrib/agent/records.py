@@ -13,6 +13,7 @@ that no record or tool covers) goes to the model as before.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ _ASKING = stems(
     "do does did we our my i you your it its they their there this that these those has have had be been can "
     "could would will please tell me us about currently current now today right still exactly there any all "
     "last latest recent recorded know let see find look up give show and or with from into as so also its "
-    "one ones get got")
+    "one ones get got don doesn isn t s")  # contractions: "don't" is "don" and "t"
 _SKIPPED = frozenset({"found", "ok", "message"})  # what a result says about itself, not the record's facts
 _MAX_FIELDS = 14
 _TRUE, _FALSE = "\x00true", "\x00false"  # a flag is stated as "live" or "not live", not "live no"
@@ -55,16 +56,22 @@ def record_answer(question: str, lookups: Sequence[LookedUp]) -> str | None:
     module docstring)."""
     if not lookups or not _FACT_QUESTION.search(question) or _NEEDS_REASONING.search(question):
         return None
-    covered: set[str] = set()
-    for item in lookups:
-        if not _flat(item.record) or item.record.get("found") is False:
-            return None
-        covered |= stems(" ".join([item.tool.name.replace("_", " "), item.tool.description,
-                                   *(f"{k.replace('_', ' ')} {v}" for k, v in item.record.items())]))
+    if any(not _flat(item.record) or item.record.get("found") is False for item in lookups):
+        return None
     asked = stems(question) - _ASKING
-    if len(asked - covered) > (1 if len(asked) >= 3 else 0):
+    if len(unanswered_words(question, [(item.tool, item.record) for item in lookups])) > (1 if len(asked) >= 3 else 0):
         return None
     return "\n".join(_sentence(item, asked) for item in lookups)
+
+
+def unanswered_words(question: str, results: Sequence[tuple[Tool, Any]]) -> set[str]:
+    """The content words (stems) of ``question`` that no result holds, in its fields or values, and no
+    tool that returned one names or describes: what the request asks beyond what was looked up."""
+    covered: set[str] = set()
+    for tool, data in results:
+        text = json.dumps(data, ensure_ascii=False, default=str).replace("_", " ")
+        covered |= stems(f"{tool.name.replace('_', ' ')} {tool.description} {text}")
+    return stems(question) - _ASKING - covered
 
 
 def _flat(record: Any) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.evidence import EvidenceLedger
-from toolcrib.agent.records import LookedUp, record_answer
+from toolcrib.agent.records import LookedUp, record_answer, unanswered_words
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
@@ -113,6 +113,7 @@ class RunnerSettings:
     plan_lookups: bool = True  # single mode: code adds the obvious lookups the model's one call left out
     small_talk: bool = True  # a greeting, thanks or goodbye is answered by code, with no model call
     record_answers: bool = True  # single mode: facts of records looked up by id are stated by code
+    search_when_unanswered: bool = True  # single mode: code searches the documents for what no result holds
 
 
 @dataclass
@@ -284,7 +285,20 @@ class Runner:
                 run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code from the records", detail={
                     "reason": "the question asks for facts of the records looked up; code states their fields"})
                 return self._finish(run, text, outcome="answered")
+            if (self.settings.search_when_unanswered and self._grounded(run)  # found something, not all
+                    and len(missing := self._unanswered(run)) >= 2):
+                await self._search_documents(run, f"the request asks about {', '.join(sorted(missing))}, "
+                                                  "which no result holds")
         return await self._finish_with_final_ask(run)
+
+    def _unanswered(self, run: _Run) -> set[str]:
+        """What the request asks beyond the records the run looked up by identifier (``unanswered_words``);
+        nothing when a call was anything else (a query's figures need not repeat the request's words)."""
+        results = [(tool, o.payload.get("data")) for o in run.outcomes
+                   if o.ok and (tool := self.gate.registry.get(o.call.name)) is not None]
+        if not results or any(tool.lookup_key() is None for tool, _ in results):
+            return set()
+        return unanswered_words(run.question, results)
 
     def _record_answer(self, run: _Run) -> str | None:
         """``records.record_answer`` when every call of the run was a successful lookup by identifier of
@@ -457,11 +471,15 @@ class Runner:
     def _grounded(self, run: _Run) -> bool:
         return run.evidence.useful
 
-    async def _search_documents(self, run: _Run) -> bool:
+    async def _search_documents(self, run: _Run, reason: str = "") -> bool:
         """When the model's choices found nothing, code searches the documents once with the question
-        (the small model's commonest mistake is a lookup tool for a question about a document).
-        Returns whether it searched."""
-        if (not self.settings.search_when_nothing_found or run.code_searched or run.evidence.useful
+        (the small model's commonest mistake is a lookup tool for a question about a document); with a
+        ``reason``, also when they found something (the request asks for more than they hold). Never
+        when the run searched the documents already. Returns whether it searched."""
+        if reason:
+            if run.code_searched or run.evidence.searched:
+                return False
+        elif (not self.settings.search_when_nothing_found or run.code_searched or run.evidence.useful
                 or run.evidence.searched):
             return False
         search = next((t for t in self.gate.offer(run.principal).tools if "retrieval" in t.tags), None)
@@ -471,7 +489,7 @@ class Runner:
         call = ToolCall(f"code_{run.calls + 1}", search.name, {"query": run.question})
         run.tracer.record(EventKind.CODE_SEARCH, f"Search the documents: {search.name}", tool=search.name,
                           call_id=call.id, arguments=dict(call.arguments),
-                          detail={"reason": "no tool call so far found anything"})
+                          detail={"reason": reason or "no tool call so far found anything"})
         run.messages.append(Message("assistant", "", tool_calls=(call,)))
         self._observe(run, [await self.gate.run(call, run.cctx)])
         return True
