@@ -79,6 +79,7 @@ class GroupPolicy(Policy):
         separation_of_duties: bool = True,
     ) -> None:
         self.grants = {g: frozenset(tools) for g, tools in grants.items()}
+        self._offered: dict[tuple[frozenset[str], str], bool] = {}
         self.approvers = {g: frozenset(tools) for g, tools in (approvers or {}).items()}
         self.rules = list(rules)
         self.version = version
@@ -89,7 +90,13 @@ class GroupPolicy(Policy):
         return any(name in tools or "*" in tools for g, tools in table.items() if g in principal.groups)
 
     def offers(self, principal: Principal, tool: ToolFacts) -> bool:
-        return self._granted(self.grants, principal, tool.name)
+        key = (principal.groups, tool.name)  # asked on every call: the grants never change
+        found = self._offered.get(key)
+        if found is None:
+            if len(self._offered) > 4096:
+                self._offered.clear()
+            found = self._offered[key] = self._granted(self.grants, principal, tool.name)
+        return found
 
     def authorize(self, principal: Principal, tool: ToolFacts, arguments: Mapping[str, Any]) -> Decision:
         if not self.offers(principal, tool):

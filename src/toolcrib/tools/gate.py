@@ -401,11 +401,12 @@ class Gate:
             cctx.flags.extend(f"{tool.name}: {flag}" for flag in flags)
             cctx.tracer.record(EventKind.CONTENT_FLAGGED, f"Untrusted content flagged in {tool.name}",
                                tool=tool.name, call_id=call.id, detail=flags)
+        effect = tool.effect.value
         if not cached:
             arguments = self._redacted(tool, call.arguments)
             cctx.tracer.record(EventKind.CALL_EXECUTED, f"Run tool: {tool.name}",
                                decided_by="human" if proposal_id else "code", tool=tool.name, call_id=call.id,
-                               effect=tool.effect.value, arguments=arguments, status="ok", proposal_id=proposal_id,
+                               effect=effect, arguments=arguments, status="ok", proposal_id=proposal_id,
                                ms=(time.perf_counter() - start) * 1000,
                                detail=self._executed_detail(tool, result, payload))
             if tool.effect is Effect.READ and self.audit is not None:
@@ -424,8 +425,7 @@ class Gate:
             elif asked and not source.trusted:
                 source = Source(source.kind, source.name, trusted=False, endorsed=True)
             cctx.grounding.add(text, source)
-        return CallOutcome(call, "ok", payload, effect=tool.effect.value, cached=cached, flags=flags,
-                           proposal_id=proposal_id)
+        return CallOutcome(call, "ok", payload, effect=effect, cached=cached, flags=flags, proposal_id=proposal_id)
 
     @staticmethod
     def _executed_detail(tool: Tool, result: _Result, payload: Mapping[str, Any]) -> dict[str, Any]:

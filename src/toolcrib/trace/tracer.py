@@ -50,7 +50,15 @@ def redact(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     if isinstance(value, dict):
-        return {k: (REDACTED if _secret_key(k) else redact(v)) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():  # plain strings and scalars inline: most values of an event are
+            if _secret_key(k):
+                out[k] = REDACTED
+            elif (type(v) is str and "sk-" not in v and "Bearer" not in v) or type(v) in _SCALARS:
+                out[k] = v
+            else:
+                out[k] = redact(v)
+        return out
     if isinstance(value, (list, tuple)):
         return [redact(v) for v in value]
     if isinstance(value, str):  # a str subclass
