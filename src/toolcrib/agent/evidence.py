@@ -40,7 +40,7 @@ class EvidenceLedger:
     searched_web: list[str] = field(default_factory=list)  # web search queries, found something or not
     insufficient: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
-    by_call: dict[str, str] = field(default_factory=dict)  # call id -> the citation id of its tool result
+    _by_call: dict[str, str] = field(default_factory=dict)  # call id -> the citation id of its tool result
     _counter: int = 0
 
     def add(self, outcome: CallOutcome) -> Evidence | None:
@@ -59,7 +59,7 @@ class EvidenceLedger:
         text = json.dumps(data, ensure_ascii=False)
         self.items[cid] = Citation(cid, "tool", outcome.call.name, text[:200])
         self.texts[cid] = text
-        self.by_call[outcome.call.id] = cid
+        self._by_call[outcome.call.id] = cid
         if outcome.found_nothing:
             args = ", ".join(f"{k}={v}" for k, v in outcome.call.arguments.items())
             self.found_nothing[cid] = f"{outcome.call.name} found nothing for {args}"
@@ -117,7 +117,7 @@ class EvidenceLedger:
 
     def citation_of(self, call_id: str) -> str | None:
         """The citation id of a tool call's result (None for a search, a failure or an unknown call)."""
-        return self.by_call.get(call_id)
+        return self._by_call.get(call_id)
 
     @property
     def useful(self) -> bool:

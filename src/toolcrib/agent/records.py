@@ -59,18 +59,18 @@ def record_answer(question: str, lookups: Sequence[LookedUp]) -> str | None:
     if any(not _flat(item.record) or item.record.get("found") is False for item in lookups):
         return None
     asked = stems(question) - _ASKING
-    if len(unanswered_words(question, [(item.tool, item.record) for item in lookups])) > (1 if len(asked) >= 3 else 0):
+    if len(unanswered_words(question, lookups)) > (1 if len(asked) >= 3 else 0):
         return None
     return "\n".join(_sentence(item, asked) for item in lookups)
 
 
-def unanswered_words(question: str, results: Sequence[tuple[Tool, Any]]) -> set[str]:
-    """The content words (stems) of ``question`` that no result holds, in its fields or values, and no
+def unanswered_words(question: str, lookups: Sequence[LookedUp]) -> set[str]:
+    """The content words (stems) of ``question`` that no record holds, in its fields or values, and no
     tool that returned one names or describes: what the request asks beyond what was looked up."""
     covered: set[str] = set()
-    for tool, data in results:
-        text = json.dumps(data, ensure_ascii=False, default=str).replace("_", " ")
-        covered |= stems(f"{tool.name.replace('_', ' ')} {tool.description} {text}")
+    for item in lookups:
+        text = json.dumps(item.record, ensure_ascii=False, default=str).replace("_", " ")
+        covered |= stems(f"{item.tool.name.replace('_', ' ')} {item.tool.description} {text}")
     return stems(question) - _ASKING - covered
 
 

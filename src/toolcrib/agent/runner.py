@@ -291,29 +291,34 @@ class Runner:
                                                   "which no result holds")
         return await self._finish_with_final_ask(run)
 
+    def _lookups(self, run: _Run) -> list[LookedUp] | None:
+        """The run's successful results as lookups by identifier (``Tool.lookup_key``), each with its
+        citation; None when one of them came from anything else (a search, a query)."""
+        lookups: list[LookedUp] = []
+        for outcome in (o for o in run.outcomes if o.ok):
+            tool = self.gate.registry.get(outcome.call.name)
+            key = tool.lookup_key() if tool is not None else None
+            citation = run.evidence.citation_of(outcome.call.id)
+            if tool is None or key is None or citation is None:
+                return None
+            lookups.append(LookedUp(tool, str(outcome.call.arguments.get(key[0], "")),
+                                    outcome.payload.get("data") or {}, citation))
+        return lookups
+
     def _unanswered(self, run: _Run) -> set[str]:
         """What the request asks beyond the records the run looked up by identifier (``unanswered_words``);
         nothing when a call was anything else (a query's figures need not repeat the request's words)."""
-        results = [(tool, o.payload.get("data")) for o in run.outcomes
-                   if o.ok and (tool := self.gate.registry.get(o.call.name)) is not None]
-        if not results or any(tool.lookup_key() is None for tool, _ in results):
-            return set()
-        return unanswered_words(run.question, results)
+        lookups = self._lookups(run)
+        return unanswered_words(run.question, lookups) if lookups else set()
 
     def _record_answer(self, run: _Run) -> str | None:
         """``records.record_answer`` when every call of the run was a successful lookup by identifier of
         a trusted tool and nothing was flagged; else None (the model writes the answer)."""
-        lookups: list[LookedUp] = []
-        for outcome in run.outcomes:
-            tool = self.gate.registry.get(outcome.call.name)
-            key = tool.lookup_key() if tool is not None else None
-            citation = run.evidence.citation_of(outcome.call.id)
-            if (tool is None or key is None or not outcome.ok or not tool.trusted or "retrieval" in tool.tags
-                    or citation is None):
-                return None
-            lookups.append(LookedUp(tool, str(outcome.call.arguments.get(key[0], "")), outcome.payload.get("data")
-                                    or {}, citation))
-        return None if run.cctx.flags else record_answer(run.question, lookups)
+        lookups = self._lookups(run)
+        if (not lookups or run.cctx.flags or not all(o.ok for o in run.outcomes)
+                or not all(item.tool.trusted and "retrieval" not in item.tool.tags for item in lookups)):
+            return None
+        return record_answer(run.question, lookups)
 
     async def _planned_lookups(self, run: _Run) -> None:
         """Single mode: the obvious lookups the model's one call left out, proposed by code. A lookup by

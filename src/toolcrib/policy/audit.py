@@ -241,12 +241,13 @@ class _SQLAuditStore(AuditStore):
             return self._write(cur, [entry])[-1]
 
     def _entry(self, event: str, actor: str, decided_by: str, tool: str, proposal_id: str, trace_id: str,
-               detail: Mapping[str, Any] | None) -> _Entry:
-        """A record's fields but its place in the chain, stamped now."""
+               detail: Mapping[str, Any] | None, *, deferred: bool = False) -> _Entry:
+        """A record's fields but its place in the chain, stamped now; a ``deferred`` record's detail is
+        encoded by the writer (a READ call's arguments: validated JSON, not changed later)."""
         if event not in EVENTS:
             raise ValueError(f"unknown audit event {event!r}; expected one of {sorted(EVENTS)}")
         return (self._clock(), event, actor, decided_by, tool, proposal_id, trace_id,
-                canonical_json(dict(detail or {})))
+                dict(detail or {}) if deferred else canonical_json(dict(detail or {})))
 
     def _write(self, cur: Any, entries: Sequence[_Entry]) -> list[AuditRecord]:
         """Chain ``entries`` after the newest record, in order, in the caller's write transaction."""
@@ -345,10 +346,7 @@ class SQLiteAuditStore(_SQLAuditStore):
             self.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
                         trace_id=trace_id, detail=detail)
             return
-        if event not in EVENTS:
-            raise ValueError(f"unknown audit event {event!r}; expected one of {sorted(EVENTS)}")
-        # the detail is encoded by the writer (a READ call's arguments: validated JSON, not changed later)
-        entry = (self._clock(), event, actor, decided_by, tool, proposal_id, trace_id, dict(detail or {}))
+        entry = self._entry(event, actor, decided_by, tool, proposal_id, trace_id, detail, deferred=True)
         with self._changed:
             self._forked()
             self._queue.append(entry)

@@ -28,7 +28,6 @@ REDACTED = "[redacted]"
 _SECRET_KEY_SEEN: dict[str, bool] = {}
 
 
-
 def _secret_key(key: Any) -> bool:
     if type(key) is not str:
         return bool(_SECRET_KEYS.search(str(key)))
