@@ -120,7 +120,7 @@ def test_token_cli_prints_a_key_once_lists_without_it_and_revokes(tmp_path: Path
     [info] = json.loads(listed.stdout)
     assert info["user"] == "alice" and info["label"] == "laptop" and key not in listed.stdout
     stored = (root / ".toolcrib" / "service.sqlite").read_bytes()
-    assert key.encode() not in stored and key.split("_")[2].encode() not in stored  # only a hash is kept
+    assert key.encode() not in stored and key.split("_", 2)[2].encode() not in stored  # only a hash is kept
     unknown = CliRunner().invoke(main, ["token", "create", "mallory", "--workspace", str(root)])
     assert unknown.exit_code == 2 and "unknown user 'mallory'" in unknown.output
     ws = Workspace.open(root)
