@@ -12,7 +12,7 @@ from toolcrib.agent import prompts
 from toolcrib.models.base import HostedCall, HostedSource
 from toolcrib.retrieval.citations import Citation, check_citations
 from toolcrib.retrieval.evidence import Conflict, Evidence
-from toolcrib.retrieval.excerpt import key_sentence
+from toolcrib.retrieval.excerpt import key_sentence, names
 from toolcrib.tools.result import CallOutcome
 from toolcrib.websearch.results import WebResults, needs_current_data
 
@@ -26,6 +26,7 @@ class CitationReview:
     citations: list[Citation]
     removed: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    nothing_supported: bool = False  # the claim check removed every sentence: the text says so instead
 
 
 @dataclass
@@ -148,7 +149,8 @@ class EvidenceLedger:
             text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
         text, unsupported = self._claims_checked(text, question) if question is not None else (text, [])
         flags += [f"removed a sentence whose {what}: {sentence[:160]}" for sentence, what in unsupported]
-        if unsupported and not text.strip():
+        nothing_supported = bool(unsupported) and not text.strip()
+        if nothing_supported:
             text = prompts.UNSUPPORTED_ANSWER
         check = check_citations(text, known) if unsupported else check
         cited = {cid: known[cid] for cid in check.valid}
@@ -174,24 +176,31 @@ class EvidenceLedger:
         text = text.strip()
         if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions
             text += "\n\nNote: the sources disagree. " + " ".join(notes)
+        if nothing_supported:
+            return CitationReview(text, [], list(check.invalid), flags, nothing_supported=True)
         return CitationReview(text, list(cited.values()), list(check.invalid), flags)
 
     def _claims_checked(self, text: str, question: str) -> tuple[str, list[tuple[str, str]]]:
         """``text`` without the sentences that state a figure, date, price or identifier found in neither
         the evidence this run retrieved (the sentence's cited items when it cites any) nor the question,
         or that assert what a cited result says is false ("the live reading" of a ``"live": false``
-        result); and each removed sentence with why."""
+        result), or that state a figure about a name the question asks about and no evidence mentions
+        (a competitor's price "from" a passage about our own product); and each removed sentence with why."""
         kept: list[str] = []
         removed: list[tuple[str, str]] = []
         asked = _Facts.of(question, evidence=True)
         everything = "\n".join(self.texts.values())
         all_facts = _Facts.of(everything, evidence=True)
+        unknown = [n for n in names(question) if n.casefold() not in everything.casefold()]
         for sentence in _SENTENCES.split(text):
             cited = "\n".join(self.texts[c] for c in _CITED.findall(sentence) if c in self.texts)
             claim = _CITED.sub("", sentence)
-            missing = _Facts.of(claim).missing_from(_Facts.of(cited, evidence=True) if cited else all_facts, asked)
+            facts = _Facts.of(claim)
+            missing = facts.missing_from(_Facts.of(cited, evidence=True) if cited else all_facts, asked)
             cited = cited or everything
             why = f"{missing} is not in the evidence" if missing else _contradiction(claim, cited)
+            if not why and (facts.identifiers or facts.figures):
+                why = next((f"'{n}' is named in no evidence" for n in unknown if n.casefold() in claim.casefold()), "")
             if why:
                 removed.append((sentence.strip(), why))
             else:
@@ -254,8 +263,27 @@ class _Facts:
         return " and ".join(m for m in missing if m)
 
 
+# A sentence that says the evidence does not hold the answer ("The price is not listed in the provided
+# evidence.", "The documents do not mention it.")
+_LACKS = re.compile(
+    r"\b(?:evidence|documents?|results?|records?|passages?|sources?|information)\b[^.]{0,60}?\b(?:does|do|did)"
+    r"(?: not|n't)\s+(?:\w+\s+)?(?:say|state|mention|provide|include|contain|specify|list|give|answer|show)"
+    r"|\bnot\s+(?:listed|provided|given|mentioned|stated|specified|included|found|available|shown)\b[^.]{0,30}?"
+    r"\b(?:in|from|by)\s+the\s+(?:provided\s+|given\s+|available\s+|retrieved\s+)?(?:evidence|documents?|results?"
+    r"|records?|passages?|sources?|data|information)", re.IGNORECASE)
+
+
+def says_evidence_lacks_it(text: str) -> bool:
+    """Whether every sentence of ``text`` says the evidence does not hold the answer: the model's own
+    abstention, which code reports as one (with what was looked up), not as an answer."""
+    sentences = [s for s in _SENTENCES.split(_CITED.sub("", text)) if s.strip()]
+    return bool(sentences) and all(_LACKS.search(s) for s in sentences)
+
+
 _FALSE_FIELD = re.compile(r'"([A-Za-z][A-Za-z_]{2,40})":\s*false')
 _NOT_CLAIMS = frozenset({"found", "ok", "truncated", "sufficient"})  # what a result says about itself
+# "the live reading is not available", "the live value isn't shown": negated after the word
+_NEGATED_AFTER = re.compile(r"^(?:\W+\w+){0,2}\W+(?:is|are|was|were|can|could)(?:\s+not\b|n't\b)", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:not|no|never|non|without|isn't|wasn't|aren't|n't)\W+(?:\w+\W+){0,3}$", re.IGNORECASE)
 
 
@@ -266,7 +294,7 @@ def _contradiction(claim: str, evidence: str) -> str:
         if key.lower() in _NOT_CLAIMS:
             continue
         for match in re.finditer(rf"\b{re.escape(key.replace('_', ' '))}\b", claim, re.IGNORECASE):
-            if not _NEGATION.search(claim[: match.start()]):
+            if not _NEGATION.search(claim[: match.start()]) and not _NEGATED_AFTER.match(claim[match.end():]):
                 return f"claim '{match.group(0)}' is false in the evidence ({key}: false)"
     return ""
 

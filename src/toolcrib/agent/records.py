@@ -22,11 +22,12 @@ from typing import Any
 from toolcrib.tools.grounding import stems
 from toolcrib.tools.tool import Tool
 
-# A question that asks for facts: it opens with a wh-word or "how much/many/long" (after an optional
-# greeting); a yes/no question ("does", "is", "can") or a why/how-to question needs the model.
+# A question that asks for facts: it opens with a wh-word or "how much/many/long", or asks to be given,
+# shown or told something (after an optional greeting); a yes/no question ("does", "is", "can") or a
+# why/how-to question needs the model.
 _FACT_QUESTION = re.compile(
     r"^\s*(?:(?:hi|hello|hey|please)[\s,!]+)?(?:what(?:'s| is| are| was| were)?|which|who|whom|where|when"
-    r"|how\s+(?:much|many|long|soon|old))\b", re.IGNORECASE)
+    r"|how\s+(?:much|many|long|soon|old)|(?:give|show|tell|get)\s+(?:me|us))\b", re.IGNORECASE)
 _NEEDS_REASONING = re.compile(r"\b(?:why|explain|should|compare|recommend|summari[sz]e|differ\w*|if|whether|"
                               r"than|instead|but|except|overdue|late|enough)\b", re.IGNORECASE)
 # Words that ask, point or hedge without naming anything a record must hold.

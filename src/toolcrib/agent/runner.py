@@ -15,7 +15,8 @@ from typing import Any, Literal, TypeVar
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
-from toolcrib.agent.evidence import EvidenceLedger
+from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
+from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
 from toolcrib.agent.records import LookedUp, record_answer, unanswered_words
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
@@ -138,6 +139,7 @@ class _Run:
     reminded: bool = False
     code_searched: bool = False
     paused: PausedRun | None = None
+    request_flags: list[str] = field(default_factory=list)  # what the scanner flagged in the request itself
 
 
 class Runner:
@@ -240,8 +242,14 @@ class Runner:
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_STARTED, f"Start run ({mode} mode)",
                       detail={"question": question, "user": principal.user_id, "mode": mode})
-        return _Run(question, principal, tracer, cctx,
-                    [Message("system", system), Message("user", question)], run_id, mode)
+        run = _Run(question, principal, tracer, cctx,
+                   [Message("system", system), Message("user", question)], run_id, mode)
+        flags = self.gate.scanner.scan(question) if self.gate.scanner is not None else []
+        if flags:  # pasted text that claims authority: this run may read, never change anything
+            run.request_flags = [f"{f.kind}: {f.excerpt}" for f in flags]
+            tracer.record(EventKind.CONTENT_FLAGGED, "The request carries instruction-like text", detail={
+                "flags": run.request_flags, "reason": "tools that change something are withheld for this run"})
+        return run
 
     def _offer(self, run: _Run, offer: Offer | None = None) -> list[ToolSpec]:
         """Decide what the model (or code) is offered now, and record it; the gate refuses anything
@@ -255,7 +263,12 @@ class Runner:
         return tool_specs(offer.tools)
 
     def _current_offer(self, run: _Run) -> Offer:
-        return self.gate.offer(run.principal, run.cctx.grounding if self.settings.offer_only_groundable else None)
+        offer = self.gate.offer(run.principal, run.cctx.grounding if self.settings.offer_only_groundable else None)
+        if not run.request_flags:
+            return offer
+        changes = {t.name: "the request carries instruction-like text, so nothing may be changed in this run"
+                   for t in offer.tools if t.effect is not Effect.READ}
+        return Offer(tuple(t for t in offer.tools if t.name not in changes), {**offer.withheld, **changes})
 
     async def _single(self, run: _Run) -> Answer:
         specs = self._offer(run)
@@ -274,6 +287,14 @@ class Runner:
         run.messages.append(Message("assistant", first.text, tool_calls=(call,)))
         outcomes = [await self.gate.run(call, run.cctx)]
         self._observe(run, outcomes)
+        if (regrounded := self._regrounded(run, outcomes[0])) is not None:
+            run.tracer.record(EventKind.CALL_PROPOSED, f"Planned: {regrounded.name}", decided_by="code",
+                              tool=regrounded.name, call_id=regrounded.id, arguments=dict(regrounded.arguments),
+                              detail={"reason": "the model's identifier is not in the request, which names "
+                                                "exactly one of that kind"})
+            run.messages.append(Message("assistant", "", tool_calls=(regrounded,)))
+            outcomes = [await self.gate.run(regrounded, run.cctx)]
+            self._observe(run, outcomes)
         for extra in dropped:  # level 4 runs one call; the rest are recorded, never silently lost
             self._drop(run, extra, "single-call mode runs only the first proposed call")
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
@@ -290,6 +311,19 @@ class Runner:
                 await self._search_documents(run, f"the request asks about {', '.join(sorted(missing))}, "
                                                   "which no result holds")
         return await self._finish_with_final_ask(run)
+
+    def _regrounded(self, run: _Run, outcome: CallOutcome) -> ToolCall | None:
+        """A lookup by identifier refused because the model's identifier appears nowhere ("F2-001"), as
+        code makes it again with the one identifier of that shape the request holds ("F2"); None when
+        the request holds none or several, or the refusal was anything else."""
+        tool = self.gate.registry.get(outcome.call.name)
+        key = tool.lookup_key() if tool is not None else None
+        if key is None or outcome.payload.get("error", {}).get("code") != "ungrounded_argument":
+            return None
+        found = list(dict.fromkeys(identifiers(run.question, key[1])))
+        if len(found) != 1 or found[0] == outcome.call.arguments.get(key[0]):
+            return None
+        return ToolCall(f"code_{run.calls + 1}", outcome.call.name, {key[0]: found[0]})
 
     def _lookups(self, run: _Run) -> list[LookedUp] | None:
         """The run's successful results as lookups by identifier (``Tool.lookup_key``), each with its
@@ -525,7 +559,7 @@ class Runner:
         return self._answer(run, final.text)
 
     def _answer(self, run: _Run, text: str) -> Answer:
-        if run.evidence.insufficient and not self._grounded(run):
+        if (run.evidence.insufficient and not self._grounded(run)) or says_evidence_lacks_it(text):
             return self._abstain(run, text)
         return self._finish(run, text, outcome="answered")
 
@@ -558,6 +592,16 @@ class Runner:
             run.tracer.record(EventKind.CITATION_CHECK, "Check citations", citations=[c.id for c in citations],
                               status="ok" if not review.removed else "removed",
                               detail={"removed": review.removed, "flags": flags})
+            if review.nothing_supported:  # nothing of the answer stood: that is an abstention
+                outcome, abstained = "abstained", True
+                run.tracer.record(EventKind.ABSTAINED, "Abstain: the evidence supports nothing of the answer",
+                                  detail={"searched": run.evidence.searched})
+        if outcome != "paused" and (unavailable := unavailable_asked(
+                run.question, self.gate.registry, self.gate.offer(run.principal).tools)):
+            text = f"{unavailable_note(unavailable)}\n{text}"
+            run.tracer.record(EventKind.EVIDENCE_RULE, "Said what the user may not use", detail={
+                "reason": "the request names tools that change something and are not available to this user",
+                "tools": [t.name for t in unavailable]})
         answer = Answer(
             text=text, citations=citations, abstained=abstained, outcome=outcome,
             executed=[o.summary() for o in run.outcomes if o.status in ("ok", "outcome_unknown", "error")],

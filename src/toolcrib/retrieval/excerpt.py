@@ -35,6 +35,29 @@ _QUANTITY_ASK = re.compile(r"\b(?:how\s+(?:much|many|long|soon|often|fast|far)|w
                            r"|price|cost|fee|rate))\b", re.IGNORECASE)
 
 
+_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_OPENERS = frozenset(re.findall(r"\w+", "the a an and or of in on for to what which who whom how when where why is are "
+                                         "was were does do did can could should would will our my your their its "
+                                         "this that these those please"))
+
+
+def names(text: str) -> list[str]:
+    """The names ``text`` holds: runs of capitalised words ("Brightline Scientific"), without a word that
+    opens a sentence or a leading function word ("The", "What"), each run once."""
+    names: list[str] = []
+    run: list[str] = []
+    for m in _NAME_WORD.finditer(text + " ."):
+        word = m.group(0)
+        opens = m.start() == 0 or bool(re.search(r"[.!?:]\s*$", text[:m.start()]))
+        if word[:1].isupper() and len(word) > 2 and not opens and not (not run and word.lower() in _OPENERS):
+            run.append(re.sub(r"['’]s$", "", word))
+            continue
+        if run:
+            names.append(" ".join(run))
+            run = []
+    return list(dict.fromkeys(names))
+
+
 def _stem(word: str) -> str:
     """A crude stem (returns, returned, returning -> return) so inflections match; numbers kept whole."""
     if word[0].isdigit():

@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 from toolcrib.retrieval.documents import Chunk, Passage, readable_by
 from toolcrib.retrieval.embedders import Embedder
 from toolcrib.retrieval.evidence import Conflict, Evidence
-from toolcrib.retrieval.excerpt import excerpts, terms
+from toolcrib.retrieval.excerpt import excerpts, names, terms
 from toolcrib.retrieval.index import Index, Ranked
 
 log = logging.getLogger(__name__)
@@ -200,8 +200,56 @@ class HybridRetriever:
             passages.append(passage)
             if len(passages) == top_k:
                 break
+        passages = self._cover_names(query, passages, ordered, groups, depth)
         return Retrieval(query, passages, conflicts=find_conflicts(passages), threshold=self.threshold,
                          identifiers=identifiers, excerpt_chars=self.excerpt_chars)
+
+    def _cover_names(self, query: str, passages: list[Passage], ordered: Sequence[_Candidate],
+                     groups: Sequence[str], depth: int) -> list[Passage]:
+        """``passages`` with, for each name the query asks about ("... the Vogel contract, and how does
+        Tamarack's differ?") that none of them mentions, the best-ranked passage that does, in place of
+        the weakest passage that covers no name: a question about two documents gets both. Searched
+        for again with the name put first when no candidate holds it; a name no readable passage holds
+        adds nothing."""
+        def holds(chunk: Chunk, name: str) -> bool:
+            return name.casefold() in f"{chunk.meta.title}\n{chunk.search_text}".casefold()
+
+        asked = names(query)
+        missing = [n for n in asked if not any(holds(p.chunk, n) for p in passages)]
+        if not missing or not passages:
+            return passages
+        covering: list[Passage] = []
+        for name in missing:
+            pool = list(ordered)
+            self._read(pool, groups)
+            found = [c for c in pool if c.chunk is not None and holds(c.chunk, name)]
+            if not found:  # the name put first: a second search, its own candidates
+                focused = f"{name} {query}"
+                dense, text = self.index.rank_hybrid(self.embedder.embed_query(focused), focused, groups, depth)
+                fused: dict[str, _Candidate] = {}
+                self._fuse(fused, "dense", dense)
+                self._fuse(fused, "bm25", text)
+                pool = sorted(fused.values(), key=lambda c: c.score, reverse=True)
+                self._read(pool, groups)
+                found = [c for c in pool if c.chunk is not None and holds(c.chunk, name)]
+            for candidate in found:
+                assert candidate.chunk is not None
+                if readable_by(candidate.chunk.meta.access, groups) and all(
+                        p.citation != candidate.chunk.citation for p in [*passages, *covering]):
+                    covering.append(Passage(chunk=candidate.chunk, score=candidate.score,
+                                            relevance=candidate.relevance, sources=candidate.sources))
+                    break
+        if not covering:
+            return passages
+        kept = list(passages)
+        for extra in covering:  # replaces the weakest passage that names nothing the query names
+            weakest = next((i for i in range(len(kept) - 1, 0, -1)
+                            if not any(holds(kept[i].chunk, n) for n in asked)), None)
+            if weakest is None:
+                kept.append(extra)
+            else:
+                kept[weakest] = extra
+        return kept
 
     def _fuse(self, fused: dict[str, _Candidate], source: str, results: Sequence[Ranked]) -> None:
         w = self.weights.get(source, 0.0)

@@ -10,21 +10,24 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from toolcrib.errors import InvalidArguments
 from toolcrib.sql.guard import CheckedQuery, check_select, fold_allowlist
+from toolcrib.sql.names import is_empty, resolve_names
 
 Param = str | int | float | None
 
 
 class QueryResult(TypedDict):
-    """What a query returns to the model: at most ``row_cap`` rows and ``max_chars`` of JSON."""
+    """What a query returns to the model: at most ``row_cap`` rows and ``max_chars`` of JSON; and,
+    when a text compared in the query was resolved to the one value that contains it, which."""
 
     columns: list[str]
     rows: list[list[Any]]
     row_count: int
     truncated: bool
+    resolved: NotRequired[dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class ReadOnlySQL(ABC):
 
     dialect: ClassVar[str] = "sqlite"
     placeholder_hint: ClassVar[str] = "write ? for each value, in order"
+    placeholder: ClassVar[str] = "?"  # the first placeholder, as the driver takes it
+    contains: ClassVar[str] = "LIKE"  # a case-insensitive match
 
     def __init__(self, allowed_tables: Iterable[str], *, row_cap: int = 200, timeout_s: float = 5.0,
                  max_chars: int = 20_000) -> None:
@@ -95,7 +100,27 @@ class ReadOnlySQL(ABC):
                 f"the query has {checked.placeholders} placeholder(s) but {len(values)} param(s) "
                 f"were given; {self.placeholder_hint}"
             )
-        return self.execute_unchecked(sql, values)
+        result = self.execute_unchecked(sql, values)
+        if not is_empty(result["rows"]):
+            return result
+        relaxed = resolve_names(sql, values, self.dialect, self._containing)
+        if relaxed is None:
+            return result
+        sql, values, resolved = relaxed
+        self.check(sql)
+        again = self.execute_unchecked(sql, values)
+        if is_empty(again["rows"]):
+            return result
+        again["resolved"] = resolved
+        return again
+
+    def _containing(self, table: str, column: str, text: str) -> list[str]:
+        """Up to two distinct text values of ``column`` in ``table`` that contain ``text``."""
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        sql = (f"SELECT DISTINCT {column} FROM {table} WHERE CAST({column} AS TEXT) {self.contains} "
+               f"{self.placeholder} ESCAPE '\\' LIMIT 2")
+        self.check(sql)
+        return [str(row[0]) for row in self.execute_unchecked(sql, [pattern])["rows"] if row[0] is not None]
 
     def describe_schema(self) -> str:
         """A compact text of the allowed tables and their columns, for the tool description."""

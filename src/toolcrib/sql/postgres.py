@@ -36,6 +36,8 @@ class PostgresReadOnly(ReadOnlySQL):
 
     dialect = "postgres"
     placeholder_hint = "write $1, $2, ... for the values, numbered in order"
+    placeholder = "$1"
+    contains = "ILIKE"
 
     def __init__(self, dsn: str, allowed_tables: Iterable[str], *, role: str | None = None,
                  schema: str = "public", row_cap: int = 200, timeout_s: float = 5.0,

@@ -8,7 +8,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ class SQLiteReadOnly(ReadOnlySQL):
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open the SQLite database read-only ({exc})",
                               file=str(self.path)) from exc
+        for name, part in _DATE_PARTS.items():  # what other dialects have and models write: YEAR(signed_on)
+            conn.create_function(name, 1, part, deterministic=True)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES)
         conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_QUERY_CHARS * 4)
@@ -144,6 +146,19 @@ class SQLiteReadOnly(ReadOnlySQL):
             return ToolFailed("the database is busy; try again")
         return ToolFailed("the query failed in the database")
 
+
+_ISO_DATE = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})")
+
+
+def _date_part(index: int) -> Callable[[Any], int | None]:
+    def part(value: Any) -> int | None:
+        m = _ISO_DATE.match(value) if isinstance(value, str) else None
+        return int(m.group(index)) if m else None
+    return part
+
+
+# YEAR(d), MONTH(d), DAY(d) of an ISO date or timestamp text (NULL for anything else): SQLite has only strftime
+_DATE_PARTS = {"year": _date_part(1), "month": _date_part(2), "day": _date_part(3)}
 
 _MESSAGES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^no such column: (.+)$"), "unknown column '{}'"),

@@ -1,0 +1,46 @@
+"""What a request asks of tools the principal may not use: said in the answer, never left unsaid.
+
+A user who asks for a live reading, and may only read the archive, should hear that the live reading
+is not theirs to take, not only the archived value. A tool that changes something (WRITE or ACTUATE)
+is named when the policy does not offer it to the principal and the request holds the first word of
+its name (its verb: "set" for set_supply_voltage, "live" for live_read_temperature) and a word of its
+name that no tool they may use has in its own ("What is the supply voltage?" names no verb of it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from toolcrib.tools.grounding import stems
+from toolcrib.tools.tool import Effect, Tool
+
+
+def _name_words(tool: Tool) -> list[str]:
+    return [w for w in re.split(r"[_.\-]", tool.name.lower()) if w]
+
+
+def unavailable_asked(request: str, tools: Iterable[Tool], usable: Iterable[Tool]) -> list[Tool]:
+    """The tools of ``tools`` that change something, are not among ``usable`` (what the policy offers
+    the principal) and that ``request`` names (see the module docstring)."""
+    usable = list(usable)
+    usable_names = {t.name for t in usable}
+    theirs = stems(" ".join(w for t in usable for w in _name_words(t)))
+    asked = stems(request)
+    named = []
+    for tool in tools:
+        words = _name_words(tool)
+        if tool.effect is Effect.READ or tool.name in usable_names or not words:
+            continue
+        if stems(words[0]) <= asked and (stems(" ".join(words)) - theirs) & asked:
+            named.append(tool)
+    return named
+
+
+def unavailable_note(tools: Iterable[Tool]) -> str:
+    """One sentence per tool: it is not available to the user, and what it does."""
+    notes = []
+    for tool in tools:
+        summary = re.split(r"(?<=[.!?])\s", tool.description.strip(), maxsplit=1)[0].rstrip(".")
+        notes.append(f"{tool.name} is not available to you ({summary[:1].lower()}{summary[1:]}), so it was not used.")
+    return " ".join(notes)
