@@ -39,6 +39,7 @@ _ASKING = stems(
     "one ones get got don doesn isn t s")  # contractions: "don't" is "don" and "t"
 _SKIPPED = frozenset({"found", "ok", "message"})  # what a result says about itself, not the record's facts
 _MAX_FIELDS = 14
+_MAX_ROWS, _MAX_COLUMNS = 5, 4  # a query result code states as it is
 _TRUE, _FALSE = "\x00true", "\x00false"  # a flag is stated as "live" or "not live", not "live no"
 
 
@@ -63,6 +64,36 @@ def record_answer(question: str, lookups: Sequence[LookedUp]) -> str | None:
     if len(unanswered_words(question, lookups)) > (1 if len(asked) >= 3 else 0):
         return None
     return "\n".join(_sentence(item, asked) for item in lookups)
+
+
+def table_answer(question: str, data: Mapping[str, Any], citation: str) -> str | None:
+    """The answer code writes from a query's small table result (``{"columns", "rows"}``: at most
+    ``_MAX_ROWS`` rows of at most ``_MAX_COLUMNS`` columns, none truncated) for a question that asks for
+    facts: each row's columns and values exactly as returned, and any name the query resolved. None
+    when the question needs the model, or the result is empty or larger."""
+    columns, rows = data.get("columns"), data.get("rows")
+    if not _FACT_QUESTION.search(question) or _NEEDS_REASONING.search(question) or data.get("truncated"):
+        return None
+    if (not isinstance(columns, list) or not isinstance(rows, list) or not 0 < len(rows) <= _MAX_ROWS
+            or not 0 < len(columns) <= _MAX_COLUMNS or any(not isinstance(r, list) or len(r) != len(columns)
+                                                           for r in rows)):
+        return None
+    if all(cell is None for row in rows for cell in row):
+        return None
+    shown = ["; ".join(f"{c} {_cell(v)}" for c, v in zip(columns, row, strict=True)) for row in rows]
+    body = shown[0] if len(shown) == 1 else " | ".join(f"({i}) {r}" for i, r in enumerate(shown, start=1))
+    resolved = data.get("resolved") or {}
+    note = "".join(f" ('{k}' read as '{v}')" for k, v in resolved.items()) if isinstance(resolved, dict) else ""
+    rows_said = "" if len(rows) == 1 else f", {len(rows)} rows"
+    return f"Query result{rows_said}{note}: {body} [{citation}]."
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def unanswered_words(question: str, lookups: Sequence[LookedUp]) -> set[str]:

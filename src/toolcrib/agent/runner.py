@@ -17,7 +17,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
 from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
-from toolcrib.agent.records import LookedUp, record_answer, unanswered_words
+from toolcrib.agent.records import LookedUp, record_answer, table_answer, unanswered_words
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
@@ -302,7 +302,7 @@ class Runner:
             return self._pause(run, pending)
         if outcomes[0].ok and outcomes[0].effect == Effect.READ.value:
             await self._planned_lookups(run)
-            if self.settings.record_answers and (text := self._record_answer(run)):
+            if self.settings.record_answers and (text := self._record_answer(run) or self._table_answer(run)):
                 run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code from the records", detail={
                     "reason": "the question asks for facts of the records looked up; code states their fields"})
                 return self._finish(run, text, outcome="answered")
@@ -353,6 +353,19 @@ class Runner:
                 or not all(item.tool.trusted and "retrieval" not in item.tool.tags for item in lookups)):
             return None
         return record_answer(run.question, lookups)
+
+    def _table_answer(self, run: _Run) -> str | None:
+        """``records.table_answer`` when the run made one call, a successful query of a trusted tool
+        whose result is a small table; else None."""
+        if len(run.outcomes) != 1 or not run.outcomes[0].ok or run.cctx.flags:
+            return None
+        outcome = run.outcomes[0]
+        tool = self.gate.registry.get(outcome.call.name)
+        data = outcome.payload.get("data")
+        citation = run.evidence.citation_of(outcome.call.id)
+        if tool is None or not tool.trusted or not isinstance(data, dict) or citation is None:
+            return None
+        return table_answer(run.question, data, citation)
 
     async def _planned_lookups(self, run: _Run) -> None:
         """Single mode: the obvious lookups the model's one call left out, proposed by code. A lookup by

@@ -70,9 +70,11 @@ def _stem(word: str) -> str:
 
 
 def terms(text: str) -> set[str]:
-    """The content-word stems of a text."""
-    return {_stem(w) for w in _WORD.findall(text.lower())
-            if w not in _STOP and (len(w) > 2 or any(c.isdigit() for c in w))}
+    """The content-word stems of a text; a hyphenated word of letters also as its parts
+    ("late-delivery": late, delivery), so it matches the words written apart."""
+    words = _WORD.findall(text.lower())
+    words += [part for w in words if "-" in w and not any(c.isdigit() for c in w) for part in w.split("-")]
+    return {_stem(w) for w in words if w not in _STOP and (len(w) > 2 or any(c.isdigit() for c in w))}
 
 
 @dataclass

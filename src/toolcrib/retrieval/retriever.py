@@ -93,6 +93,7 @@ class Retrieval:
     threshold: float = DEFAULT_THRESHOLD
     identifiers: list[str] = field(default_factory=list)
     excerpt_chars: int = 0  # > 0: about this many characters of passage text in all, excerpted for the query
+    named: frozenset[str] = frozenset()  # citations of passages added for a name the query asks about
 
     @property
     def best_relevance(self) -> float:
@@ -122,9 +123,10 @@ class Retrieval:
 
     def evidence(self) -> Evidence:
         cited = [p.cited() for p in self.passages]
-        if self.excerpt_chars:  # the best passage is shown whole; every version of a conflict stays
-            versions = {cid for conflict in self.conflicts for cid in conflict.citations}
-            texts = excerpts([c.text for c in cited], self.query, self.excerpt_chars, whole={0},
+        if self.excerpt_chars:  # the best passage, and one added for a name, are shown whole; every version
+            versions = {cid for conflict in self.conflicts for cid in conflict.citations}  # of a conflict stays
+            texts = excerpts([c.text for c in cited], self.query, self.excerpt_chars,
+                             whole={0} | {k for k, c in enumerate(cited) if c.citation in self.named},
                              keep={k for k, c in enumerate(cited) if c.citation in versions})
             cited = [replace(c, text=t) for c, t in zip(cited, texts, strict=True) if t is not None]
         return Evidence(self.query, tuple(cited), tuple(self.conflicts), self.sufficient())
@@ -200,24 +202,24 @@ class HybridRetriever:
             passages.append(passage)
             if len(passages) == top_k:
                 break
-        passages = self._cover_names(query, passages, ordered, groups, depth)
+        passages, named = self._cover_names(query, passages, ordered, groups, depth)
         return Retrieval(query, passages, conflicts=find_conflicts(passages), threshold=self.threshold,
-                         identifiers=identifiers, excerpt_chars=self.excerpt_chars)
+                         identifiers=identifiers, excerpt_chars=self.excerpt_chars, named=named)
 
     def _cover_names(self, query: str, passages: list[Passage], ordered: Sequence[_Candidate],
-                     groups: Sequence[str], depth: int) -> list[Passage]:
+                     groups: Sequence[str], depth: int) -> tuple[list[Passage], frozenset[str]]:
         """``passages`` with, for each name the query asks about ("... the Vogel contract, and how does
         Tamarack's differ?") that none of them mentions, the best-ranked passage that does, in place of
         the weakest passage that covers no name: a question about two documents gets both. Searched
         for again with the name put first when no candidate holds it; a name no readable passage holds
-        adds nothing."""
+        adds nothing. Returns the passages and the citations of those added."""
         def holds(chunk: Chunk, name: str) -> bool:
             return name.casefold() in f"{chunk.meta.title}\n{chunk.search_text}".casefold()
 
         asked = names(query)
         missing = [n for n in asked if not any(holds(p.chunk, n) for p in passages)]
         if not missing or not passages:
-            return passages
+            return passages, frozenset()
         covering: list[Passage] = []
         for name in missing:
             pool = list(ordered)
@@ -240,7 +242,7 @@ class HybridRetriever:
                                             relevance=candidate.relevance, sources=candidate.sources))
                     break
         if not covering:
-            return passages
+            return passages, frozenset()
         kept = list(passages)
         for extra in covering:  # replaces the weakest passage that names nothing the query names
             weakest = next((i for i in range(len(kept) - 1, 0, -1)
@@ -249,7 +251,7 @@ class HybridRetriever:
                 kept.append(extra)
             else:
                 kept[weakest] = extra
-        return kept
+        return kept, frozenset(p.citation for p in covering)
 
     def _fuse(self, fused: dict[str, _Candidate], source: str, results: Sequence[Ranked]) -> None:
         w = self.weights.get(source, 0.0)
