@@ -124,3 +124,48 @@ def test_a_figure_about_a_name_no_evidence_mentions_is_removed() -> None:
                                             for f in review.flags)
     ours = ledger.review("The PSU-4030 costs $389.00 [lookup_part#1].", "What does the PSU-4030 cost at Kestrel?")
     assert "389" in ours.text  # a name the question holds is only checked in a sentence that states it
+
+
+@tool
+def count_contracts(region: str) -> dict[str, Any]:
+    """Count the contracts of a region and sum their value (a query: a table of columns and rows)."""
+    return {"columns": ["contract_count", "total_value"], "rows": [[4, 449900.0]], "row_count": 1, "truncated": False,
+            "resolved": {"non-EU": "non-EU (all)"}}
+
+
+def test_a_small_query_result_is_stated_by_code_without_a_final_model_call() -> None:
+    model = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "non-EU"}}]}])
+    gate = Gate(Registry([count_contracts]), GroupPolicy({"support": ["*"]}))
+    answer = Runner(model, gate).ask("How many non-EU contracts are there, and what is their total value?", ALICE)
+    assert answer.text == ("Query result ('non-EU' read as 'non-EU (all)'): contract_count 4; total_value 449900 "
+                           "[count_contracts#1].")
+    assert len(model.requests) == 1 and [c.id for c in answer.citations] == ["count_contracts#1"]
+    why = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "EU"}}]},
+                         "Four, because ... [count_contracts#1]."])
+    Runner(why, gate).ask("Why are there only 4 non-EU contracts?", ALICE)
+    assert len(why.requests) == 2  # a why question goes to the model
+
+
+def test_an_answer_that_only_says_the_evidence_lacks_it_or_that_nothing_supports_is_an_abstention() -> None:
+    call = {"tool_calls": [{"name": "query_archived_reading", "arguments": {"channel": "C"}}]}
+    lacks, _, tracer = run([call, "The humidity of channel C is not listed in the provided evidence."],
+                           "Why is the humidity of channel C so high?")
+    assert lacks.abstained and lacks.outcome == "abstained" and not lacks.citations
+    assert any(e.kind == EventKind.ABSTAINED for e in tracer.events)
+    invented, _, _ = run([call, "The humidity of channel C is 81% [query_archived_reading#1]."],
+                         "Why is the humidity of channel C so high?")
+    assert invented.outcome == "abstained" and "81" not in invented.text and not invented.citations
+    partial, _, _ = run([call, "Channel C reads 24.1 °C [query_archived_reading#1]. Its humidity is not listed "
+                               "in the evidence."], "Why is channel C so warm and humid?")
+    assert partial.outcome == "answered" and "24.1" in partial.text
+
+
+def test_a_name_that_only_a_passage_title_holds_is_named_by_the_evidence() -> None:
+    ledger = EvidenceLedger()
+    passage = {"citation": "contract-vogel#c9", "title": "Supply Agreement with Vogel GmbH",
+               "text": "8.3 The Supplier pays a penalty of two per cent (2%) per month, up to ten per cent (10%)."}
+    ledger.add(CallOutcome(ToolCall("c1", "search_docs", {"query": "penalty"}), "ok",
+                           {"ok": True, "data": {"passages": [passage], "sufficient": True, "searched": "penalty"}}))
+    review = ledger.review("The Vogel contract's penalty is 2% a month, up to 10% [contract-vogel#c9].",
+                           "What is the late-delivery penalty in the Vogel contract?")
+    assert "2%" in review.text and not review.flags

@@ -42,6 +42,7 @@ class EvidenceLedger:
     insufficient: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
     _by_call: dict[str, str] = field(default_factory=dict)  # call id -> the citation id of its tool result
+    _titles: dict[str, str] = field(default_factory=dict)  # passage citation id -> its document's title
     _counter: int = 0
 
     def add(self, outcome: CallOutcome) -> Evidence | None:
@@ -109,6 +110,7 @@ class EvidenceLedger:
         for p in evidence.passages:
             self.items[p.citation] = Citation(p.citation, "passage", p.source, p.text[:200])
             self.texts[p.citation] = p.text
+            self._titles[p.citation] = p.title
 
     def _add_web(self, web: WebResults) -> None:
         self.searched_web.append(web.query)
@@ -191,7 +193,8 @@ class EvidenceLedger:
         asked = _Facts.of(question, evidence=True)
         everything = "\n".join(self.texts.values())
         all_facts = _Facts.of(everything, evidence=True)
-        unknown = [n for n in names(question) if n.casefold() not in everything.casefold()]
+        named = "\n".join([everything, *self._titles.values()]).casefold()  # a passage's title names it too
+        unknown = [n for n in names(question) if n.casefold() not in named]
         for sentence in _SENTENCES.split(text):
             cited = "\n".join(self.texts[c] for c in _CITED.findall(sentence) if c in self.texts)
             claim = _CITED.sub("", sentence)

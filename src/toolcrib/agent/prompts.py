@@ -14,7 +14,7 @@ SINGLE_CALL = "You may call at most one tool for this question."
 
 FINAL = """Now answer the question using only the evidence above: {question}
 Give the specific details the evidence holds for it (amounts with units, dates and times, names, ids),
-written exactly as the evidence writes them, in at most three short sentences.
+written exactly as the evidence writes them.
 Evidence ids you may cite: {ids}. Cite them in square brackets. If the evidence does not answer
 the question, say so plainly instead of guessing."""
 
