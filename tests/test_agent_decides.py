@@ -169,3 +169,17 @@ def test_a_name_that_only_a_passage_title_holds_is_named_by_the_evidence() -> No
     review = ledger.review("The Vogel contract's penalty is 2% a month, up to 10% [contract-vogel#c9].",
                            "What is the late-delivery penalty in the Vogel contract?")
     assert "2%" in review.text and not review.flags
+
+
+def test_a_claim_without_a_citation_gets_the_passage_that_holds_its_figures() -> None:
+    ledger = EvidenceLedger()
+    passages = [
+        {"citation": "contract-t#c9", "title": "Agreement with Tamarack", "text": "Tamarack pays 1.5%, up to 12%."},
+        {"citation": "contract-v#c9", "title": "Agreement with Vogel", "text": "The Supplier pays 2%, up to 10%."},
+    ]
+    ledger.add(CallOutcome(ToolCall("c1", "search_docs", {"query": "penalty"}), "ok",
+                           {"ok": True, "data": {"passages": passages, "sufficient": True, "searched": "penalty"}}))
+    review = ledger.review("Tamarack pays 1.5% up to 12% [contract-t#c9]. Vogel's penalty is 2% up to 10%.",
+                           "What is the penalty for Vogel and for Tamarack?")
+    assert [c.id for c in review.citations] == ["contract-t#c9", "contract-v#c9"]
+    assert any("[contract-v#c9] attached by code" in f for f in review.flags)

@@ -173,6 +173,11 @@ class EvidenceLedger:
                 flags.append("the answer cites no retrieved passage")
         elif passages and check.uncited_claims:
             flags += [f"claim without a valid citation: {claim[:160]}" for claim in check.uncited_claims[:5]]
+        for claim in check.uncited_claims if passages else ():  # its figures' passage, cited by code
+            holder = self._holder(claim, passages)
+            if holder is not None and holder not in cited:
+                cited[holder] = passages[holder]
+                flags.append(f"[{holder}] attached by code: it holds the figures of: {claim[:120]}")
         notes = self.conflict_notes(question)
         flags += [f"conflicting sources: {n}" for n in notes]
         text = text.strip()
@@ -181,6 +186,16 @@ class EvidenceLedger:
         if nothing_supported:
             return CitationReview(text, [], list(check.invalid), flags, nothing_supported=True)
         return CitationReview(text, list(cited.values()), list(check.invalid), flags)
+
+    def _holder(self, claim: str, passages: Mapping[str, Citation]) -> str | None:
+        """The first (best-ranked) passage that holds every figure and identifier ``claim`` states; None
+        when it states none, or no passage holds them all."""
+        facts = _Facts.of(claim)
+        if not (facts.figures or facts.identifiers):
+            return None
+        nothing = _Facts(frozenset(), frozenset())
+        return next((cid for cid in passages if not facts.missing_from(
+            _Facts.of(f"{self._titles.get(cid, '')}\n{self.texts[cid]}", evidence=True), nothing)), None)
 
     def _claims_checked(self, text: str, question: str) -> tuple[str, list[tuple[str, str]]]:
         """``text`` without the sentences that state a figure, date, price or identifier found in neither
