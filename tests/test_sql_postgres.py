@@ -178,3 +178,12 @@ def test_an_unreachable_server_is_a_short_safe_failure() -> None:
     err = _error(database.query, "SELECT * FROM orders")
     assert err.message == "the database is unavailable"
     assert "127.0.0.1" not in err.message and "port" not in err.message
+
+
+def test_a_name_written_short_is_resolved_on_postgres_too(db: PostgresReadOnly) -> None:
+    result = db.query("SELECT count(*) AS n FROM orders o JOIN customers c ON c.id = o.customer_id "
+                      "WHERE c.name = 'ann'")
+    assert result["rows"] == [[25]] and result["resolved"] == {"ann": "Ann"}  # the column's table by its alias
+    short = db.query("SELECT id FROM customers WHERE name = $1", ["ann"])  # ILIKE: case aside
+    assert short["rows"] == [[1]] and short["resolved"] == {"ann": "Ann"}
+
