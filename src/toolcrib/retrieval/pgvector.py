@@ -1,8 +1,7 @@
 """``PgVectorIndex``: PostgreSQL + pgvector (HNSW) with tsvector full text, for scale-out deployments.
 
 Each ``apply`` is one transaction. Filtered HNSW search uses ``hnsw.iterative_scan = relaxed_order``
-(without it, a selective ACL filter silently returns too few rows) and re-sorts the results. A hybrid
-query runs its dense and its full-text search at once, on two connections (two server backends).
+(without it, a selective ACL filter silently returns too few rows) and re-sorts the results.
 Needs the ``postgres`` extra (psycopg).
 """
 
@@ -10,9 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Sequence
-from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -20,7 +17,7 @@ import numpy as np
 from toolcrib.errors import ConfigError, MissingDependency, OperatorError
 from toolcrib.retrieval.documents import Chunk, DocumentMeta, allowed_groups
 from toolcrib.retrieval.embedders import Vectors
-from toolcrib.retrieval.index import Hit, Index, IndexChanges, IndexSettings, Ranked, query_terms
+from toolcrib.retrieval.index import Hit, Index, IndexChanges, IndexSettings, query_terms
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 _COLUMNS = ("doc_id, chunk_id, text, context, section, page, title, version, effective_date, family, "
@@ -60,26 +57,22 @@ class PgVectorIndex(Index):
         self.ef_search = ef_search
         self.connect_timeout_s = connect_timeout_s
         self.location = f"postgresql table {name}_chunks"
-        self._conns: list[Any] = [None, None]  # the second serves a hybrid query's text search
-        self._text_lock = threading.Lock()  # one hybrid text search at a time on the second connection
+        self._conn: Any = None
 
-    def _connection(self, slot: int = 0) -> Any:
+    def _connection(self) -> Any:
         psycopg = _psycopg()
-        conn = self._conns[slot]
-        if conn is None or conn.closed:
+        if self._conn is None or self._conn.closed:
             try:
-                conn = self._conns[slot] = psycopg.connect(self.dsn, connect_timeout=self.connect_timeout_s,
-                                                           autocommit=True)
+                self._conn = psycopg.connect(self.dsn, connect_timeout=self.connect_timeout_s, autocommit=True)
             except psycopg.Error as exc:
                 raise OperatorError(f"cannot connect to the PostgreSQL index ({type(exc).__name__}); "
                                     "check the index DSN setting") from None
-        return conn
+        return self._conn
 
-    def _run(self, work: Any, slot: int = 0) -> Any:
-        """Run ``work(cursor)`` in one transaction on connection ``slot``; database errors become
-        OperatorError."""
+    def _run(self, work: Any) -> Any:
+        """Run ``work(cursor)`` in one transaction; database errors become OperatorError."""
         psycopg = _psycopg()
-        conn = self._connection(slot)
+        conn = self._connection()
         try:
             with conn.transaction(), conn.cursor() as cur:
                 return work(cur)
@@ -186,28 +179,7 @@ class PgVectorIndex(Index):
         result: list[Hit] = self._run(work)
         return result
 
-    def rank_hybrid(self, vector: Vectors | None, query: str | None, groups: Sequence[str],
-                    limit: int) -> tuple[list[Ranked], list[Ranked]]:
-        """Both searches at once: the text search on a second connection in a thread (psycopg waits
-        on the server without the GIL) while this thread runs the dense search."""
-        if vector is None or query is None or not query_terms(query) or not self._text_lock.acquire(blocking=False):
-            return super().rank_hybrid(vector, query, groups, limit)
-        text: Future[list[Hit]] = Future()
-
-        def search() -> None:
-            try:
-                text.set_result(self.search_text(query, groups, limit, slot=1))
-            except BaseException as exc:  # handed to the caller, raised there
-                text.set_exception(exc)
-            finally:
-                self._text_lock.release()
-
-        threading.Thread(target=search, name="toolcrib-pgvector-text", daemon=True).start()
-        dense = self.search_dense(vector, groups, limit)
-        return ([Ranked(h.chunk.citation, h.score, h.chunk) for h in dense],
-                [Ranked(h.chunk.citation, h.score, h.chunk) for h in text.result()])
-
-    def search_text(self, query: str, groups: Sequence[str], limit: int, *, slot: int = 0) -> list[Hit]:
+    def search_text(self, query: str, groups: Sequence[str], limit: int) -> list[Hit]:
         terms = query_terms(query)
         if not terms:
             return []
@@ -221,7 +193,7 @@ class PgVectorIndex(Index):
                 WHERE tsv @@ q AND access && %s ORDER BY rank DESC LIMIT %s""",
                         (" | ".join(terms), allowed_groups(groups), limit))
             return [Hit(_chunk(r), float(r[-1])) for r in cur.fetchall()]
-        result: list[Hit] = self._run(work, slot)
+        result: list[Hit] = self._run(work)
         return result
 
     def search_exact(self, term: str, groups: Sequence[str], limit: int) -> list[Hit]:
@@ -248,10 +220,9 @@ class PgVectorIndex(Index):
         return result
 
     def close(self) -> None:
-        for slot, conn in enumerate(self._conns):
-            if conn is not None:
-                conn.close()
-                self._conns[slot] = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 def _chunk(row: Sequence[Any]) -> Chunk:
