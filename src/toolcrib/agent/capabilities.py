@@ -9,15 +9,14 @@ name that no tool they may use has in its own ("What is the supply voltage?" nam
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from toolcrib.tools.grounding import stems
-from toolcrib.tools.tool import Effect, Tool
+from toolcrib.tools.tool import Effect, Tool, name_words
 
 
 def _name_words(tool: Tool) -> list[str]:
-    return [w for w in re.split(r"[_.\-]", tool.name.lower()) if w]
+    return [w for w in name_words(tool.name.lower()) if w]
 
 
 def unavailable_asked(request: str, tools: Iterable[Tool], usable: Iterable[Tool]) -> list[Tool]:
@@ -41,6 +40,6 @@ def unavailable_note(tools: Iterable[Tool]) -> str:
     """One sentence per tool: it is not available to the user, and what it does."""
     notes = []
     for tool in tools:
-        summary = re.split(r"(?<=[.!?])\s", tool.description.strip(), maxsplit=1)[0].rstrip(".")
+        summary = tool.summary.rstrip(".")
         notes.append(f"{tool.name} is not available to you ({summary[:1].lower()}{summary[1:]}), so it was not used.")
     return " ".join(notes)

@@ -183,9 +183,8 @@ class EvidenceLedger:
         text = text.strip()
         if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions
             text += "\n\nNote: the sources disagree. " + " ".join(notes)
-        if nothing_supported:
-            return CitationReview(text, [], list(check.invalid), flags, nothing_supported=True)
-        return CitationReview(text, list(cited.values()), list(check.invalid), flags)
+        return CitationReview(text, [] if nothing_supported else list(cited.values()), list(check.invalid), flags,
+                              nothing_supported=nothing_supported)
 
     def _holder(self, claim: str, passages: Mapping[str, Citation]) -> str | None:
         """The first (best-ranked) passage that holds every figure and identifier ``claim`` states; None

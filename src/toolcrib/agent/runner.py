@@ -288,13 +288,8 @@ class Runner:
         outcomes = [await self.gate.run(call, run.cctx)]
         self._observe(run, outcomes)
         if (regrounded := self._regrounded(run, outcomes[0])) is not None:
-            run.tracer.record(EventKind.CALL_PROPOSED, f"Planned: {regrounded.name}", decided_by="code",
-                              tool=regrounded.name, call_id=regrounded.id, arguments=dict(regrounded.arguments),
-                              detail={"reason": "the model's identifier is not in the request, which names "
-                                                "exactly one of that kind"})
-            run.messages.append(Message("assistant", "", tool_calls=(regrounded,)))
-            outcomes = [await self.gate.run(regrounded, run.cctx)]
-            self._observe(run, outcomes)
+            outcomes = await self._run_planned(run, [regrounded], "the model's identifier is not in the request, "
+                                                                 "which names exactly one of that kind")
         for extra in dropped:  # level 4 runs one call; the rest are recorded, never silently lost
             self._drop(run, extra, "single-call mode runs only the first proposed call")
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
@@ -387,13 +382,19 @@ class Runner:
             if not planned:
                 break
             budget -= len(planned)
-            for call in planned:
-                run.tracer.record(EventKind.CALL_PROPOSED, f"Planned: {call.name}", decided_by="code",
-                                  tool=call.name, call_id=call.id, arguments=dict(call.arguments),
-                                  detail={"reason": "the request names what this lookup reads, and the run holds "
-                                                    "its identifier"})
-            run.messages.append(Message("assistant", "", tool_calls=tuple(planned)))
-            self._observe(run, await self.gate.run_many(planned, run.cctx))
+            await self._run_planned(run, planned, "the request names what this lookup reads, and the run holds "
+                                                  "its identifier")
+
+    async def _run_planned(self, run: _Run, calls: list[ToolCall], reason: str) -> list[CallOutcome]:
+        """Calls code proposes (never WRITE/ACTUATE): each recorded as decided by code with ``reason``,
+        then run through the gate like any call and observed."""
+        for call in calls:
+            run.tracer.record(EventKind.CALL_PROPOSED, f"Planned: {call.name}", decided_by="code", tool=call.name,
+                              call_id=call.id, arguments=dict(call.arguments), detail={"reason": reason})
+        run.messages.append(Message("assistant", "", tool_calls=tuple(calls)))
+        outcomes = await self.gate.run_many(calls, run.cctx)
+        self._observe(run, outcomes)
+        return outcomes
 
     def _plan(self, run: _Run, two_asks: bool, budget: int) -> list[ToolCall]:
         """One round of ``_planned_lookups``: the calls to add now (recording the offer they come from)."""

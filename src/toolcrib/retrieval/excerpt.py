@@ -36,10 +36,6 @@ _QUANTITY_ASK = re.compile(r"\b(?:how\s+(?:much|many|long|soon|often|fast|far)|w
 
 
 _NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
-_OPENERS = frozenset(re.findall(r"\w+", "the a an and or of in on for to what which who whom how when where why is are "
-                                         "was were does do did can could should would will our my your their its "
-                                         "this that these those please"))
-
 
 def names(text: str) -> list[str]:
     """The names ``text`` holds: runs of capitalised words ("Brightline Scientific"), without a word that
@@ -49,7 +45,7 @@ def names(text: str) -> list[str]:
     for m in _NAME_WORD.finditer(text + " ."):
         word = m.group(0)
         opens = m.start() == 0 or bool(re.search(r"[.!?:]\s*$", text[:m.start()]))
-        if word[:1].isupper() and len(word) > 2 and not opens and not (not run and word.lower() in _OPENERS):
+        if word[:1].isupper() and len(word) > 2 and not opens and not (not run and word.lower() in _STOP):
             run.append(re.sub(r"['’]s$", "", word))
             continue
         if run:

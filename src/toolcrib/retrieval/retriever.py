@@ -221,10 +221,9 @@ class HybridRetriever:
         if not missing or not passages:
             return passages, frozenset()
         covering: list[Passage] = []
+        self._read(ordered, groups)  # every candidate's text, read once for all the names
         for name in missing:
-            pool = list(ordered)
-            self._read(pool, groups)
-            found = [c for c in pool if c.chunk is not None and holds(c.chunk, name)]
+            found = [c for c in ordered if c.chunk is not None and holds(c.chunk, name)]
             if not found:  # the name put first: a second search, its own candidates
                 focused = f"{name} {query}"
                 dense, text = self.index.rank_hybrid(self.embedder.embed_query(focused), focused, groups, depth)

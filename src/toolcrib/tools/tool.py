@@ -70,7 +70,7 @@ ResultSources = Callable[[Any], list[tuple[Source, str]]]
 # the service's download of a run's artifacts serves)
 ResultArtifacts = Callable[[Any], list[dict[str, Any]]]
 
-def _name_words(name: str) -> list[str]:
+def name_words(name: str) -> list[str]:
     """``get_most_recent_transactions`` -> get, most, recent, transactions: the verb first."""
     return re.split(r"[_.\-]", name)
 
@@ -189,21 +189,26 @@ class Tool:
     def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
         declared words, the first word of its name, its verb: "reserve" for reserve_stock."""
-        words = self.intent or _name_words(self.name)[:1]
+        words = self.intent or name_words(self.name)[:1]
         return bool(stems(" ".join(words)) & stems(request))
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the description: what the tool does or returns."""
+        return re.split(r"(?<=[.!?])\s", self.description.strip(), maxsplit=1)[0]
 
     def named_by(self, request: str) -> bool:
         """Whether ``request`` names what this tool reads: a word of its name after the verb ("channel"
         for get_channels, "inbox" for read_inbox), in any form."""
-        words = [w for w in _name_words(self.name)[1:] if len(w) > 3 and w not in _GENERIC]
+        words = [w for w in name_words(self.name)[1:] if len(w) > 3 and w not in _GENERIC]
         return bool(stems(" ".join(words)) & stems(request))
 
     def returns_asked(self, request: str, held: set[str]) -> bool:
         """Whether ``request`` asks for something the first sentence of this tool's description says it
         returns ("its name, unit price in US dollars and supplier": "who is their supplier?") that no
         result so far holds (``held``: the word stems of those results)."""
-        summary = re.split(r"(?<=[.!?])\s", self.description.strip(), maxsplit=1)[0]
-        keyed_by = stems(" ".join([*_name_words(self.name), *self.parameters.get("properties", {})]).replace("_", " "))
+        summary = self.summary
+        keyed_by = stems(" ".join([*name_words(self.name), *self.parameters.get("properties", {})]).replace("_", " "))
         wanted = {w for w in stems(summary) if len(w) > 3} - _VAGUE - keyed_by  # "part": what it is keyed by
         return bool((wanted & stems(request)) - held)
 
