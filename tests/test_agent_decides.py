@@ -183,3 +183,13 @@ def test_a_claim_without_a_citation_gets_the_passage_that_holds_its_figures() ->
                            "What is the penalty for Vogel and for Tamarack?")
     assert [c.id for c in review.citations] == ["contract-t#c9", "contract-v#c9"]
     assert any("[contract-v#c9] attached by code" in f for f in review.flags)
+
+
+def test_a_change_the_gate_refuses_is_reported_by_code_with_the_exact_call_and_nothing_changed() -> None:
+    RESERVED.clear()
+    invented = {"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "F9", "quantity": 2}}]}
+    answer, model, tracer = run([invented, "Done, 2 reserved."], "Reserve 2 F2 filters.")
+    assert len(model.requests) == 1 and not RESERVED  # no answer written around the refusal
+    assert answer.text.startswith('reserve_stock({"part_number": "F9", "quantity": 2}) was not carried out: ')
+    assert "(ungrounded_argument)" in answer.text and answer.text.endswith("Nothing was changed.")
+    assert any(e.kind == EventKind.EVIDENCE_RULE and "refused" in e.title for e in tracer.events)

@@ -277,7 +277,8 @@ def test_conflicting_versions_are_named_in_the_final_ask_and_both_are_cited() ->
     RAN.clear()
     model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."])
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
-    answer = Runner(model, gate, tracer_factory=tracer).ask("How long can opened products be returned?", USER)
+    runner = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer)
+    answer = runner.ask("How long can opened products be returned?", USER)
     final_ask = model.requests[1][0][-1].content
     assert "Say what EACH version says" in final_ask
     assert "effective 2025-07-01" in final_ask and "effective 2024-01-01" in final_ask
@@ -286,6 +287,19 @@ def test_conflicting_versions_are_named_in_the_final_ask_and_both_are_cited() ->
     # what each version says is quoted by code from its own passage, never attributed by the model
     assert 'effective 2025-07-01) says: "Opened products: 14 days." [returns-v2#c2]' in answer.text
     assert 'effective 2024-01-01) says: "Opened products: 30 days." [returns-v1#c2]' in answer.text
+
+
+def test_a_fact_question_the_passages_answer_is_quoted_by_code_with_no_final_model_call() -> None:
+    RAN.clear()
+    model = ScriptedModel([call("search_policies", query="return window opened")])
+    gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
+    answer = Runner(model, gate, tracer_factory=tracer).ask("How many days may opened products be returned?", USER)
+    assert len(model.requests) == 1  # the model decided the search; code wrote the answer
+    assert answer.text.startswith('According to Returns Policy, version 2.0, effective 2025-07-01: '
+                                  '"Opened products: 14 days." [returns-v2#c2]')
+    assert "the sources disagree" in answer.text  # the older version is still named, by the note
+    assert {c.id for c in answer.citations} == {"returns-v2#c2", "returns-v1#c2"}
+    assert answer.outcome == "answered" and not answer.abstained
 
 
 def test_a_model_whose_context_overflows_ends_the_run_as_a_limit_not_a_crash() -> None:
@@ -326,7 +340,8 @@ def test_a_search_result_is_shown_to_the_model_as_compact_text_not_json() -> Non
     RAN.clear()
     model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."])
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
-    Runner(model, gate, tracer_factory=tracer).ask("How long can opened products be returned?", USER)
+    Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
+        "How long can opened products be returned?", USER)
     shown = model.requests[1][0][-2].content  # the tool message the final answer was asked after
     assert shown.startswith('<tool_result tool="search_policies"')
     assert "[returns-v2#c2] Returns Policy, version 2.0, effective 2025-07-01\nOpened products: 14 days." in shown

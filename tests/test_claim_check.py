@@ -81,3 +81,30 @@ def test_a_sentence_that_negates_the_false_field_is_kept() -> None:
                  "The part is not in stock."):
         review = ledger(**READING).review(text, "What is the temperature on channel C?")
         assert review.text == text and not review.flags
+
+
+def test_a_figure_given_for_an_identifier_no_evidence_gives_it_for_is_removed() -> None:
+    """The HLV-2200 lie: the question names a discontinued part, the evidence names it (as replaced) and
+    holds $52.00, but only as the price of HLV-2205."""
+    passages = EvidenceLedger()
+    texts = {"parts#c2": "| Part | Price |\n|---|---|\n| HLV-2205 | $52.00 |",
+             "parts#c9": "HLV-2200 was discontinued in 2025 and is replaced by HLV-2205."}
+    passages.add(CallOutcome(ToolCall("c1", "search", {"query": "HLV-2200 price"}), "ok", {"ok": True, "data": {
+        "passages": [{"citation": cid, "title": "Parts List", "text": t} for cid, t in texts.items()],
+        "sufficient": True, "searched": "HLV-2200 price"}}))
+    question = "What is the current price of the HLV-2200 lead?"
+    review = passages.review("The current price of the HLV-2200 lead is $52.00.", question)
+    assert review.nothing_supported
+    assert "figure 52 is given for none of HLV-2200" in review.flags[0]
+    kept = "HLV-2205 costs $52.00 and replaces HLV-2200, which was discontinued in 2025."
+    assert passages.review(kept, question).text.startswith(kept)  # each figure beside one of its identifiers
+
+
+def test_a_records_figure_reached_through_another_record_stands() -> None:
+    chain = EvidenceLedger()
+    chain.add(CallOutcome(ToolCall("c1", "get_order_status", {"order_id": "ORD-1005"}), "ok", {"ok": True, "data": {
+        "order_id": "ORD-1005", "items": ["1 x PSU-0505"]}}))
+    chain.add(CallOutcome(ToolCall("c2", "lookup_part", {"part_number": "PSU-0505"}), "ok", {"ok": True, "data": {
+        "part_number": "PSU-0505", "price_usd": 118.0}}))
+    text = "The part ordered in ORD-1005 costs $118.00 [lookup_part#2]."
+    assert chain.review(text, "What is the unit price of the part ordered in ORD-1005?").text == text

@@ -22,6 +22,9 @@ class WorkspaceSection(_Section):
     # single mode: a what/who/where/when/how-much question about records looked up by their ids is
     # answered by code from the records' fields, with no final model call (agent/records.py)
     record_answers: bool = True
+    # single mode: a fact question that trusted document passages answer, one sentence, row or list
+    # item per thing it asks, is answered by code quoting them, with no final model call (agent/quotes.py)
+    quote_answers: bool = True
     system_prompt: str = ""
     default_user: str | None = None
     mode: Literal["single", "loop"] = "single"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from toolcrib.agent import prompts
 from toolcrib.models.base import HostedCall, HostedSource
 from toolcrib.retrieval.citations import Citation, check_citations
-from toolcrib.retrieval.evidence import Conflict, Evidence
+from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
 from toolcrib.retrieval.excerpt import key_sentence, names
 from toolcrib.tools.result import CallOutcome
 from toolcrib.websearch.results import WebResults, needs_current_data
@@ -41,8 +41,9 @@ class EvidenceLedger:
     searched_web: list[str] = field(default_factory=list)  # web search queries, found something or not
     insufficient: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
+    passages: dict[str, CitedPassage] = field(default_factory=dict)  # by citation id, best first per search
     _by_call: dict[str, str] = field(default_factory=dict)  # call id -> the citation id of its tool result
-    _titles: dict[str, str] = field(default_factory=dict)  # passage citation id -> its document's title
+    _headers: dict[str, str] = field(default_factory=dict)  # passage citation id -> ``CitedPassage.where``
     _counter: int = 0
 
     def add(self, outcome: CallOutcome) -> Evidence | None:
@@ -108,9 +109,10 @@ class EvidenceLedger:
             self.insufficient = True
             return
         for p in evidence.passages:
+            self.passages[p.citation] = p
             self.items[p.citation] = Citation(p.citation, "passage", p.source, p.text[:200])
             self.texts[p.citation] = p.text
-            self._titles[p.citation] = p.title
+            self._headers[p.citation] = p.where
 
     def _add_web(self, web: WebResults) -> None:
         self.searched_web.append(web.query)
@@ -126,6 +128,11 @@ class EvidenceLedger:
     def useful(self) -> bool:
         """Something was found: a passage, or a tool result other than "nothing matched"."""
         return any(cid not in self.found_nothing for cid in self.items)
+
+    @property
+    def only_passages(self) -> bool:
+        """Everything found is document passages (a lookup that found nothing aside)."""
+        return bool(self.passages) and all(cid in self.passages for cid in self.citable)
 
     @property
     def citable(self) -> list[str]:
@@ -186,6 +193,27 @@ class EvidenceLedger:
         return CitationReview(text, [] if nothing_supported else list(cited.values()), list(check.invalid), flags,
                               nothing_supported=nothing_supported)
 
+    def _shown(self, cid: str) -> str:
+        """What the model was shown of an item: a passage under its header (title, version, ...)."""
+        header = self._headers.get(cid)
+        return f"{header}\n{self.texts[cid]}" if header else self.texts[cid]
+
+    def _unrelated(self, facts: _Facts, asked: _Facts, items: Sequence[str]) -> str:
+        """Why a claim's figure is not the evidence's figure for what it names: it comes from passages
+        only (of ``items``), and none holds it together with one of the claim's identifiers ("HLV-2200
+        costs $52.00" when $52.00 is the price of HLV-2205 in the parts list). A tool's record is about
+        what it was looked up by, and may be reached through another ("the part ordered in ORD-1005
+        costs $118"): its figures stand. "" when the claim names no identifier or states no figure."""
+        figures = facts.figures - asked.figures
+        if not facts.identifiers or not figures:
+            return ""
+        held = [(self.items[cid].kind == "tool", _Facts.of(self._shown(cid), evidence=True)) for cid in items
+                if cid in self.items]
+        together = [f for f in sorted(figures)
+                    if not any(f in h.figures and (record or facts.identifiers & h.identifiers) for record, h in held)]
+        return (f"figure {', '.join(f'{f:g}' for f in together)} is given for none of "
+                f"{', '.join(sorted(facts.identifiers))} in the evidence") if together else ""
+
     def _holder(self, claim: str, passages: Mapping[str, Citation]) -> str | None:
         """The first (best-ranked) passage that holds every figure and identifier ``claim`` states; None
         when it states none, or no passage holds them all."""
@@ -194,28 +222,31 @@ class EvidenceLedger:
             return None
         nothing = _Facts(frozenset(), frozenset())
         return next((cid for cid in passages if not facts.missing_from(
-            _Facts.of(f"{self._titles.get(cid, '')}\n{self.texts[cid]}", evidence=True), nothing)), None)
+            _Facts.of(self._shown(cid), evidence=True), nothing)), None)
 
     def _claims_checked(self, text: str, question: str) -> tuple[str, list[tuple[str, str]]]:
         """``text`` without the sentences that state a figure, date, price or identifier found in neither
         the evidence this run retrieved (the sentence's cited items when it cites any) nor the question,
-        or that assert what a cited result says is false ("the live reading" of a ``"live": false``
-        result), or that state a figure about a name the question asks about and no evidence mentions
+        or that give a figure for an identifier no item gives it for ("HLV-2200 costs $52.00", the price
+        of HLV-2205), or that assert what a cited result says is false ("the live reading" of a
+        ``"live": false`` result), or that state a figure about a name the question asks about and no evidence mentions
         (a competitor's price "from" a passage about our own product); and each removed sentence with why."""
         kept: list[str] = []
         removed: list[tuple[str, str]] = []
         asked = _Facts.of(question, evidence=True)
-        everything = "\n".join(self.texts.values())
+        everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
         all_facts = _Facts.of(everything, evidence=True)
-        named = "\n".join([everything, *self._titles.values()]).casefold()  # a passage's title names it too
+        named = everything.casefold()
         unknown = [n for n in names(question) if n.casefold() not in named]
         for sentence in _SENTENCES.split(text):
-            cited = "\n".join(self.texts[c] for c in _CITED.findall(sentence) if c in self.texts)
+            ids = [c for c in _CITED.findall(sentence) if c in self.texts]
+            cited = "\n".join(self._shown(c) for c in ids)
             claim = _CITED.sub("", sentence)
             facts = _Facts.of(claim)
             missing = facts.missing_from(_Facts.of(cited, evidence=True) if cited else all_facts, asked)
-            cited = cited or everything
-            why = f"{missing} is not in the evidence" if missing else _contradiction(claim, cited)
+            why = (f"{missing} is not in the evidence" if missing
+                   else self._unrelated(facts, asked, ids or [*self.texts])
+                   or _contradiction(claim, cited or everything))
             if not why and (facts.identifiers or facts.figures):
                 why = next((f"'{n}' is named in no evidence" for n in unknown if n.casefold() in claim.casefold()), "")
             if why:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 import time
 import uuid
@@ -17,6 +16,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
 from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
+from toolcrib.agent.quotes import asks, quoted_answer
 from toolcrib.agent.records import LookedUp, record_answer, table_answer, unanswered_words
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
@@ -96,11 +96,6 @@ class Limits:
     tokens: int = 32000
 
 
-# a request that asks two things: "what does X cost and how often should it be replaced?"
-_TWO_ASKS = re.compile(r"\?\s+\S[^?]*\?|\b(?:and|but)\s+(?:how|what|when|where|which|who|why|whether|is|are|does|"
-                       r"do|did|can|should|must)\b", re.I)
-
-
 @dataclass
 class RunnerSettings:
     mode: Mode = "single"
@@ -115,6 +110,7 @@ class RunnerSettings:
     small_talk: bool = True  # a greeting, thanks or goodbye is answered by code, with no model call
     record_answers: bool = True  # single mode: facts of records looked up by id are stated by code
     search_when_unanswered: bool = True  # single mode: code searches the documents for what no result holds
+    quote_answers: bool = True  # single mode: a fact question the passages answer is quoted by code
 
 
 @dataclass
@@ -292,6 +288,10 @@ class Runner:
                                                                  "which names exactly one of that kind")
         for extra in dropped:  # level 4 runs one call; the rest are recorded, never silently lost
             self._drop(run, extra, "single-call mode runs only the first proposed call")
+        if (refusal := self._refused_change(outcomes[0])) is not None:
+            run.tracer.record(EventKind.EVIDENCE_RULE, "Said that the change was refused", detail={
+                "reason": "the one call was a change the gate refused; code says so instead of answering around it"})
+            return self._finish(run, refusal, outcome="answered", code_wrote=True)
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
         if pending:
             return self._pause(run, pending)
@@ -306,6 +306,17 @@ class Runner:
                 await self._search_documents(run, f"the request asks about {', '.join(sorted(missing))}, "
                                                   "which no result holds")
         return await self._finish_with_final_ask(run)
+
+    def _refused_change(self, outcome: CallOutcome) -> str | None:
+        """What the answer says when the run's one call was a change (WRITE/ACTUATE) the gate refused:
+        the exact call, why, and that nothing changed; None for anything else."""
+        tool = self.gate.registry.get(outcome.call.name)
+        if outcome.status != "refused" or tool is None or tool.effect is Effect.READ:
+            return None
+        error = outcome.payload.get("error") or {}
+        return (f"{outcome.call.name}({json.dumps(outcome.call.arguments, sort_keys=True, ensure_ascii=False)}) "
+                f"was not carried out: {error.get('message', 'refused')} ({error.get('code', 'refused')}). "
+                "Nothing was changed.")
 
     def _regrounded(self, run: _Run, outcome: CallOutcome) -> ToolCall | None:
         """A lookup by identifier refused because the model's identifier appears nowhere ("F2-001"), as
@@ -375,7 +386,7 @@ class Runner:
         added ~40 s of prompt per question and passed none more.)"""
         if not self.settings.plan_lookups:
             return
-        two_asks = bool(_TWO_ASKS.search(run.question))
+        two_asks = len(asks(run.question)) > 1
         budget = 2
         while budget:
             planned = self._plan(run, two_asks, budget)
@@ -563,6 +574,10 @@ class Runner:
         await self._search_documents(run)  # only when nothing so far found anything
         if self.settings.require_evidence and not self._grounded(run):
             return self._abstain(run, model_text)
+        if text := self._quoted_answer(run):
+            run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code in the documents' words", detail={
+                "reason": "each thing the question asks is stated by one unit of the passages; code quotes it"})
+            return self._finish(run, text, outcome="answered")
         ids = ", ".join(run.evidence.citable) or "none"
         versions = " ".join(run.evidence.conflict_notes(run.question))
         ask = prompts.FINAL.format(question=run.question, ids=ids)
@@ -571,6 +586,21 @@ class Runner:
         run.messages.append(Message("user", ask))
         final = self._complete(run, None, decided_by="code", title="Ask for a final answer")
         return self._answer(run, final.text)
+
+    def _quoted_answer(self, run: _Run) -> str | None:
+        """``quotes.quoted_answer`` in single mode when everything the run found is document passages,
+        none flagged; else None (the model writes the answer)."""
+        evidence = run.evidence
+        if (not self.settings.quote_answers or run.mode != "single" or run.cctx.flags or run.request_flags
+                or evidence.insufficient or not evidence.only_passages):
+            return None
+        # what a lookup by identifier found nothing for ("channel Z") is what the question is about: a
+        # quote must name it
+        sought = [str(o.call.arguments.get(key[0], "")) for o in run.outcomes
+                  if o.found_nothing and (tool := self.gate.registry.get(o.call.name)) is not None
+                  and (key := tool.lookup_key()) is not None]
+        sought = [v for v in sought if v.strip() and v.casefold() in run.question.casefold()]
+        return quoted_answer(run.question, list(evidence.passages.values()), evidence.conflicts, sought=sought)
 
     def _answer(self, run: _Run, text: str) -> Answer:
         if (run.evidence.insufficient and not self._grounded(run)) or says_evidence_lacks_it(text):
@@ -596,12 +626,14 @@ class Runner:
                                list(run.cctx.flags))
         return self._finish(run, "\n".join(lines), outcome="paused")
 
-    def _finish(self, run: _Run, text: str, *, outcome: Outcome, abstained: bool = False) -> Answer:
+    def _finish(self, run: _Run, text: str, *, outcome: Outcome, abstained: bool = False,
+                code_wrote: bool = False) -> Answer:
         citations: list[Citation] = []
         flags: list[str] = []
         if not abstained:
-            # the claim check is for what the model wrote; a paused or stopped run's text is code's
-            review = run.evidence.review(text, run.question if outcome == "answered" else None)
+            # the claim check is for what the evidence says; a paused or stopped run's text, or a
+            # refusal, is code's account of the run (``code_wrote``)
+            review = run.evidence.review(text, run.question if outcome == "answered" and not code_wrote else None)
             text, citations, flags = review.text, review.citations, review.flags
             run.tracer.record(EventKind.CITATION_CHECK, "Check citations", citations=[c.id for c in citations],
                               status="ok" if not review.removed else "removed",

@@ -72,6 +72,13 @@ class CitedPassage:
         where = ", ".join(x for x in (self.section, f"p. {self.page}" if self.page else "") if x)
         return (self.title or self.citation) + (f" — {where}" if where else "")
 
+    @property
+    def where(self) -> str:
+        """The header the model reads above the text: title, section, page, version, effective date."""
+        return ", ".join(x for x in (self.title, self.section, f"p. {self.page}" if self.page else "",
+                                     f"version {self.version}" if self.version else "",
+                                     f"effective {self.effective_date}" if self.effective_date else "") if x)
+
     def to_dict(self) -> dict[str, Any]:
         """Fields without a value, and the retrieval score, are left out: each costs a small model prompt
         tokens and tells it nothing it can use (the order is the ranking)."""
@@ -124,10 +131,7 @@ class Evidence:
         if not self.sufficient:
             lines.append("They match the search only weakly: they may not answer it.")
         for p in self.passages:
-            where = ", ".join(x for x in (p.title, p.section, f"p. {p.page}" if p.page else "",
-                                          f"version {p.version}" if p.version else "",
-                                          f"effective {p.effective_date}" if p.effective_date else "") if x)
-            lines += ["", f"[{p.citation}] {where}", p.text]
+            lines += ["", f"[{p.citation}] {p.where}", p.text]
         for conflict in self.conflicts:
             lines += ["", f"{conflict.describe()} Note: {CONFLICT_NOTE}."]
         untrusted = sorted({p.doc_id for p in self.passages if not p.trusted})

@@ -22,8 +22,9 @@ _UNRELATED_CHARS = 160  # what such a passage keeps when it must be shown: enoug
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.-][a-z0-9]+)*")
 # A sentence ends at . ! ? ; after a letter, %, ) or ], closing emphasis or quotes kept with it: not
-# after a digit, so an enumerator ("2. Open the ticket", "1.2 The days") stays with its sentence.
-_SENTENCE_END = re.compile(r"(?<=[A-Za-z%)\]])[.!?;](?:\*{1,2}|[\"'”’)])?(?=\s+[A-Z0-9\"'(“‘*\[])")
+# after a digit, so an enumerator ("2. Open the ticket", "1.2 The days") stays with its sentence; a
+# list flattened into a line ("... channels. - Supply channel CH1: ...") ends one at each item.
+_SENTENCE_END = re.compile(r"(?<=[A-Za-z%)\]])[.!?;](?:\*{1,2}|[\"'”’)])?(?=\s+(?:[-•]\s+)?[A-Z0-9\"'(“‘*\[])")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _STOP_WORDS = (
     "a an the and or but of to in on at by for with from into about as is are was were be been being do does did "
@@ -122,7 +123,47 @@ def key_sentence(text: str, question: str, limit: int = 240) -> str | None:
     if not parts or max(scores) <= 0:
         return None
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))
-    return _cut(" ".join(parts[j].text for j in sorted(_with_context(parts, best))), limit)
+    return cut(" ".join(parts[j].text for j in sorted(_with_context(parts, best))), limit)
+
+
+@dataclass(frozen=True)
+class BestUnit:
+    """The unit of several passages that bears most on a question."""
+
+    passage: int  # the index of its passage
+    text: str  # with what it needs to be read right; a table row as "header: value" pairs
+    cover: float  # the share of the question's term weight it holds (0..1)
+    held: int  # how many of the question's terms it holds
+
+
+def best_unit(question: str, texts: Sequence[str]) -> BestUnit | None:
+    """The unit of ``texts`` (passages, best first; a tie goes to the earlier) that bears most on
+    ``question``, terms weighted across all of them; None when no unit shares a word with it."""
+    parsed = [units(t) for t in texts]
+    weights = term_weights(question, parsed)
+    best: tuple[float, int, int] | None = None
+    for k, parts in enumerate(parsed):
+        for i, score in enumerate(_scores(parts, question, weights)):
+            if score > 0 and (best is None or score > best[0]):
+                best = (score, k, i)
+    total = sum(weights.values())
+    if best is None or not total:
+        return None
+    _, k, i = best
+    parts = parsed[k]
+    group = sorted(_with_context(parts, i))
+    held = frozenset().union(*(parts[j].terms for j in group)) & weights.keys()
+    text = (_row_text(parts[group[0]].text, parts[i].text) if parts[i].kind == "row" and len(group) == 2
+            else "\n".join(parts[j].text for j in group))
+    return BestUnit(k, text, sum(weights[t] for t in held) / total, len(held))
+
+
+def _row_text(header: str, row: str) -> str:
+    """A table row read with its header: "Priority: P2; First response: 4 business hours"."""
+    names, values = ([c.strip() for c in line.strip().strip("|").split("|")] for line in (header, row))
+    if len(names) != len(values):
+        return f"{header} {row}"
+    return "; ".join(f"{n}: {v}" if n else v for n, v in zip(names, values, strict=True) if v)
 
 
 def _scores(parts: Sequence[_Unit], question: str, weights: dict[str, float]) -> list[float]:
@@ -172,15 +213,16 @@ def _join(parts: Sequence[_Unit], chosen: Sequence[int], budget: int) -> str:
     if chosen and chosen[-1] != len(parts) - 1:
         out.append(GAP.strip())
     text = "\n".join(out)
-    return _cut(text, budget)  # one unit far over the whole budget: cut
+    return cut(text, budget)  # one unit far over the whole budget: cut
 
 
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters at a space, marked with ``…``."""
     if len(text) <= limit:
         return text
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut) + GAP.rstrip()
+    head = text[:limit]
+    space = head.rfind(" ")
+    return (head[:space] if space > limit // 2 else head) + GAP.rstrip()
 
 
 def term_weights(question: str, parsed: Sequence[Sequence[_Unit]]) -> dict[str, float]:
@@ -239,5 +281,5 @@ def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collecti
         if used >= budget:
             break
         take(k, i)
-    return [_cut(texts[k], budget) if k in whole else _join(parsed[k], sorted(chosen[k]), budget) if chosen[k]
-            else _cut(texts[k], _UNRELATED_CHARS) if k in keep else None for k in range(len(texts))]
+    return [cut(texts[k], budget) if k in whole else _join(parsed[k], sorted(chosen[k]), budget) if chosen[k]
+            else cut(texts[k], _UNRELATED_CHARS) if k in keep else None for k in range(len(texts))]

@@ -1,0 +1,154 @@
+"""Quoted answers: a question about the documents, answered by code in the documents' own words.
+
+On two CPU cores the model's final answer over passages costs 10-30 s, nearly all of it reading the
+prompt. Most document questions ask for what one sentence, list item or table row of a passage
+states (a response time, a loan period, a penalty clause). Code finds that unit for each thing the
+question asks (each ask, or each name it compares) and quotes it with where it stands and its
+citation, so every character of the answer is the evidence's own. A question the units do not
+cover well enough, one that needs reasoning (a yes/no, a figure or date to compute with), or one
+whose best passage was written outside the organisation is left to the model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from toolcrib.retrieval.evidence import CitedPassage, Conflict
+from toolcrib.retrieval.excerpt import BestUnit, best_unit, cut, names
+
+MIN_COVER = 0.3  # the share of an ask's term weight its quoted unit must hold
+MIN_HELD = 2  # and how many of its terms, at least
+_QUOTE_CHARS = 600
+
+# a request that asks two things: "what does X cost and how often should it be replaced?"
+_ASK_SPLIT = re.compile(r"(?<=\?)\s+(?=\S[^?]*\?)|,?\s+\b(?:and|but)\s+(?=(?:how|what|when|where|which|who|why|"
+                        r"whether|is|are|does|do|did|can|should|must)\b)", re.IGNORECASE)
+# answered by reasoning over the evidence, not by quoting it: a yes/no, a hypothetical, a comparison
+_REASONING = re.compile(r"^\s*(?:can|could|is|are|was|were|does|do|did|should|will|would|may|must|has|have|if)\b|"
+                        r"\b(?:today|tomorrow|yesterday|if|cheaper|cheapest|fewer|better|worse|compare|versus|vs|"
+                        r"summari[sz]e|explain)\b", re.IGNORECASE)
+# a procedure's steps run over several passages: the model puts them together
+_PROCEDURE = re.compile(r"^\s*how\s+(?:do|can|should|would|must)\s+(?:i|we|you)\b|\bhow\s+to\b|\bsteps?\b|"
+                        r"\bprocedure\b", re.IGNORECASE)
+# where the answer should come from, not what it is about
+_META = re.compile(r"\b(?:according\s+to|as\s+stated\s+in|in|from)\s+(?:our|the)\s+(?:documents?|docs|records|files)\b",
+                   re.IGNORECASE)
+# what the answer to an ask must hold: a price asked is a figure with its currency; an amount, a
+# duration or a date asked is a figure
+_PRICE_ASK = re.compile(r"\b(?:price[sd]?|costs?)\b", re.IGNORECASE)
+_CURRENCY = re.compile(r"[$€£¥]|\b(?:EUR|USD|GBP|CHF|JPY|price)\b", re.IGNORECASE)
+_AMOUNT_ASK = re.compile(r"\b(?:how\s+(?:much|many|long|soon|often|fast|far|quickly)|when|what\s+(?:time|date|day)|"
+                         r"percent(?:age)?|rate|period|value|total|fees?|charges?)\b", re.IGNORECASE)
+_WHEN_ASK = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b", re.IGNORECASE)
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DATE = re.compile(rf"\b(?:19|20)\d\d\b|\b\d{{1,2}}:\d\d\b|\b{_MONTH}\s+\d|\b\d{{1,2}}\s+{_MONTH}|"
+                   r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
+_IDENTIFIER = re.compile(r"\b[A-Za-z]{1,6}-?\d[A-Za-z0-9-]*\b")
+
+
+def asks(question: str) -> list[str]:
+    """The things a request asks, in order: "What does F2 cost and how often is it replaced?" is two."""
+    return [part.strip() for part in _ASK_SPLIT.split(question) if part and part.strip()]
+
+
+def quoted_answer(question: str, passages: Sequence[CitedPassage], conflicts: Sequence[Conflict] = (), *,
+                  sought: Sequence[str] = ()) -> str | None:
+    """An answer quoting, for each thing ``question`` asks, the unit of ``passages`` (best first) that
+    holds most of it. None when the question needs reasoning or is about a procedure, when an ask's
+    best unit holds under ``MIN_COVER`` of its weight, fewer than ``MIN_HELD`` of its terms or not its
+    identifiers, or when a quote would come from a document written outside the organisation. Of
+    conflicting versions (``conflicts``) only the newest is quoted: the note the citation review adds
+    says what each version says. Each value in ``sought`` (what a lookup of the run found nothing
+    for: "channel Z") must be named by a quote, or there is nothing to quote."""
+    if not passages or _REASONING.search(question) or _PROCEDURE.search(question) or _holds_figure(question):
+        return None
+    older = {v.get("doc_id") or v.get("citation", "").split("#", 1)[0] for c in conflicts for v in c.versions[1:]}
+    shown = [p for p in passages if p.doc_id not in older]
+    quotes: list[tuple[CitedPassage, str]] = []
+    for ask, among, optional in _targets(question, shown):
+        best = best_unit(_META.sub(" ", ask), [p.text for p in among])
+        passage = among[best.passage] if best is not None else None
+        if best is None or passage is None or not _answers(ask, passage, best):
+            if optional and quotes:
+                continue  # another document holding the identifier, saying nothing of it
+            return None
+        if not any(p == passage and best.text in text for p, text in quotes):
+            quotes.append((passage, best.text))
+    quoted = "\n".join(f"{p.title}\n{text}" for p, text in quotes)
+    if not quotes or not all(_holds(quoted, value) for value in sought):
+        return None
+    lines = [f'{_where(p)}: "{cut(_inline(text), _QUOTE_CHARS)}" [{p.citation}]' for p, text in quotes]
+    return f"According to {lines[0]}" if len(lines) == 1 else "From the documents:\n" + "\n".join(
+        f"- {line}" for line in lines)
+
+
+def _answers(ask: str, passage: CitedPassage, best: BestUnit) -> bool:
+    """Whether a unit of a trusted passage answers ``ask``: enough of its terms, every identifier it
+    names (in the unit or the document's title), and the kind of figure it asks for (a price with its
+    currency, a date for "when", a figure for an amount or a duration)."""
+    if best.cover < MIN_COVER or best.held < MIN_HELD or not passage.trusted:
+        return False
+    if not _names_all(ask, f"{passage.title}\n{best.text}"):
+        return False
+    if _PRICE_ASK.search(ask) and not (_CURRENCY.search(best.text) and any(c.isdigit() for c in best.text)):
+        return False
+    if _WHEN_ASK.search(ask) and not _DATE.search(best.text):
+        return False
+    return not _AMOUNT_ASK.search(ask) or any(c.isdigit() for c in best.text)
+
+
+def _targets(question: str, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage], bool]]:
+    """What to quote for, among which passages, and whether it may go unanswered (another document
+    than the first holding the identifier asked about). With two or more names the passages mention ("the Vogel
+    contract, and how does Tamarack's differ?"): the question without its names, among each name's
+    passages. With one ask about an identifier several documents hold ("the price of a PSU-4030
+    according to our documents"): the ask among each such document's passages, best first. Else each
+    ask among the passages holding every identifier of the question (a later ask often names its
+    subject only as "it": "... and how often should it be replaced?")."""
+    named = [(n, among) for n in names(question) if not _IDENTIFIER.fullmatch(n)
+             if (among := [p for p in passages if n.casefold() in f"{p.title}\n{p.text}".casefold()])]
+    if len(named) >= 2:
+        bare = _without(question, {n for n, _ in named})
+        return [(bare, among, False) for _, among in named]
+    holding = [p for p in passages if _names_all(question, f"{p.title}\n{p.text}")]
+    parts = asks(question)
+    documents = list(dict.fromkeys(p.doc_id for p in holding))
+    if len(parts) == 1 and _IDENTIFIER.search(question) and len(documents) >= 2:
+        return [(parts[0], [p for p in holding if p.doc_id == doc], k > 0) for k, doc in enumerate(documents)]
+    return [(ask, holding, False) for ask in parts]
+
+
+def _names_all(ask: str, text: str) -> bool:
+    """Whether ``text`` holds every identifier ``ask`` names (PSU-4030, P2, KB-400)."""
+    return all(_holds(text, i) for i in _IDENTIFIER.findall(ask))
+
+
+def _holds(text: str, value: str) -> bool:
+    """Whether ``text`` holds ``value`` as a whole token ("P2" is not in "P20" nor in "SP2-A")."""
+    return re.search(rf"(?<![\w-]){re.escape(value.casefold())}(?![\w-])", text.casefold()) is not None
+
+
+def _without(text: str, words: set[str]) -> str:
+    for word in words:
+        text = re.sub(rf"\b{re.escape(word)}(?:['’]s)?\b", " ", text)
+    return text
+
+
+def _holds_figure(question: str) -> bool:
+    """A figure to compute with ("from 0 V to 24 V", "delivered on 2026-11-06"), not an identifier."""
+    return any(token[:1].isdigit() for token in re.findall(r"[\w.,:-]+", question))
+
+
+def _where(passage: CitedPassage) -> str:
+    """The document and the part of it: "Returns Policy, version 2.0, effective 2025-07-01, 3. Refunds"."""
+    title = passage.title or passage.doc_id
+    version = f"version {passage.version}" if passage.version and passage.version not in title else ""
+    effective = f"effective {passage.effective_date}" if passage.effective_date else ""
+    section = passage.section.rsplit(" > ", 1)[-1].strip()
+    page = f"p. {passage.page}" if passage.page else ""
+    return ", ".join(x for x in (title, version, effective, section, page) if x)
+
+
+def _inline(text: str) -> str:
+    return re.sub(r"\s*\n\s*", " ", text).replace('"', "'").replace("**", "").strip()
