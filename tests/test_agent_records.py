@@ -59,6 +59,8 @@ def test_a_fact_question_about_a_record_is_answered_with_its_fields_exactly_as_w
     for value in ("shipped", "JD0146 2281 7740", "2026-11-28", "2x HLV-2205"):
         assert value in text
     assert text.endswith("[get_order_status#1].") and "found" not in text
+    context_first = record_answer("A customer phoned about ORD-1001. Which carrier has it?", looked_up(ORDER))
+    assert context_first is not None and "carrier DHL;" in context_first
     reading = record_answer("What was the last recorded temperature on channel C?",
                             looked_up(READING, query_archived_reading, "C"))
     assert reading is not None and "value 24.1 °C" in reading and "; not live;" in reading
@@ -66,6 +68,7 @@ def test_a_fact_question_about_a_record_is_answered_with_its_fields_exactly_as_w
 
 @pytest.mark.parametrize("question", [
     "Has order ORD-1001 shipped?",                               # yes/no: the model answers
+    "Order ORD-1001 is urgent. Has it shipped?",                 # context, then a yes/no
     "Why is order ORD-1001 not here yet?",                      # needs reasoning
     "What is the status of ORD-1001 and can I return its items for a refund?",  # asks what no record holds
     "What is the status of order ORD-1001 if it is late?",

@@ -146,17 +146,20 @@ class EvidenceLedger:
                   if (quote := key_sentence(self.texts[cid], question))}
         return [c.describe(quotes) for c in self.conflicts]
 
-    def review(self, text: str, question: str | None = None) -> CitationReview:
+    def review(self, text: str, question: str | None = None, *, check_claims: bool = True) -> CitationReview:
         """Keep citations to evidence this run retrieved; drop and flag any other; with the ``question``
-        (a model-written answer), drop each sentence whose figures or identifiers are in neither the
-        evidence nor the question (the claim check); cite the tool results the answer rests on and every
-        version of a conflicting document; add the conflict note."""
+        and ``check_claims`` (an answer written from the evidence, not code's own account or quote), drop
+        each sentence whose figures or identifiers are in neither the evidence nor the question (the
+        claim check), and flag or cite for each claim without a citation; cite the tool results the
+        answer rests on and every version of a conflicting document; add the conflict note (with the
+        ``question``, what each version says on it)."""
         known = self.items
         check = check_citations(text, known)
         flags = [f"removed citation [{cid}]: not retrieved in this run" for cid in check.invalid]
         for cid in check.invalid:
             text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
-        text, unsupported = self._claims_checked(text, question) if question is not None else (text, [])
+        checked = check_claims and question is not None
+        text, unsupported = self._claims_checked(text, question) if checked and question else (text, [])
         flags += [f"removed a sentence whose {what}: {sentence[:160]}" for sentence, what in unsupported]
         nothing_supported = bool(unsupported) and not text.strip()
         if nothing_supported:
@@ -178,9 +181,9 @@ class EvidenceLedger:
                 flags.append(f"the answer cited no passage; [{best}] attached by code as its best support")
             else:
                 flags.append("the answer cites no retrieved passage")
-        elif passages and check.uncited_claims:
+        elif passages and check.uncited_claims and checked:
             flags += [f"claim without a valid citation: {claim[:160]}" for claim in check.uncited_claims[:5]]
-        for claim in check.uncited_claims if passages else ():  # its figures' passage, cited by code
+        for claim in check.uncited_claims if passages and checked else ():  # its figures' passage, cited by code
             holder = self._holder(claim, passages)
             if holder is not None and holder not in cited:
                 cited[holder] = passages[holder]

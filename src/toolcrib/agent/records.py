@@ -56,7 +56,7 @@ class LookedUp:
 def record_answer(question: str, lookups: Sequence[LookedUp]) -> str | None:
     """The answer code writes from ``lookups``, or None when the question needs the model (see the
     module docstring)."""
-    if not lookups or not _FACT_QUESTION.search(question) or _NEEDS_REASONING.search(question):
+    if not lookups or not _asks_facts(question) or _NEEDS_REASONING.search(question):
         return None
     if any(not _flat(item.record) or item.record.get("found") is False for item in lookups):
         return None
@@ -72,7 +72,7 @@ def table_answer(question: str, data: Mapping[str, Any], citation: str) -> str |
     facts: each row's columns and values exactly as returned, and any name the query resolved. None
     when the question needs the model, or the result is empty or larger."""
     columns, rows = data.get("columns"), data.get("rows")
-    if not _FACT_QUESTION.search(question) or _NEEDS_REASONING.search(question) or data.get("truncated"):
+    if not _asks_facts(question) or _NEEDS_REASONING.search(question) or data.get("truncated"):
         return None
     if (not isinstance(columns, list) or not isinstance(rows, list) or not 0 < len(rows) <= _MAX_ROWS
             or not 0 < len(columns) <= _MAX_COLUMNS or any(not isinstance(r, list) or len(r) != len(columns)
@@ -86,6 +86,11 @@ def table_answer(question: str, data: Mapping[str, Any], citation: str) -> str |
     note = "".join(f" ('{k}' read as '{v}')" for k, v in resolved.items()) if isinstance(resolved, dict) else ""
     rows_said = "" if len(rows) == 1 else f", {len(rows)} rows"
     return f"Query result{rows_said}{note}: {body} [{citation}]."
+
+
+def _asks_facts(question: str) -> bool:
+    """Whether a sentence of ``question`` asks for facts ("Order ORD-1008 is on hold. How many ...?")."""
+    return any(_FACT_QUESTION.search(sentence) for sentence in re.split(r"(?<=[.!?])\s+", question))
 
 
 def _cell(value: Any) -> str:

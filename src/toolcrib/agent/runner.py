@@ -308,12 +308,15 @@ class Runner:
         return await self._finish_with_final_ask(run)
 
     def _refused_change(self, outcome: CallOutcome) -> str | None:
-        """What the answer says when the run's one call was a change (WRITE/ACTUATE) the gate refused:
-        the exact call, why, and that nothing changed; None for anything else."""
+        """What the answer says when the run's one call was a change (WRITE/ACTUATE) the gate refused as
+        proposed (invalid or invented arguments): the exact call, why, and that nothing changed. None
+        for anything else, a tool the user may not use included: code then says so and searches for
+        what they may read."""
         tool = self.gate.registry.get(outcome.call.name)
-        if outcome.status != "refused" or tool is None or tool.effect is Effect.READ:
-            return None
         error = outcome.payload.get("error") or {}
+        if (outcome.status != "refused" or tool is None or tool.effect is Effect.READ
+                or error.get("code") in ("not_permitted", "not_offered")):
+            return None
         return (f"{outcome.call.name}({json.dumps(outcome.call.arguments, sort_keys=True, ensure_ascii=False)}) "
                 f"was not carried out: {error.get('message', 'refused')} ({error.get('code', 'refused')}). "
                 "Nothing was changed.")
@@ -577,7 +580,7 @@ class Runner:
         if text := self._quoted_answer(run):
             run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code in the documents' words", detail={
                 "reason": "each thing the question asks is stated by one unit of the passages; code quotes it"})
-            return self._finish(run, text, outcome="answered")
+            return self._finish(run, text, outcome="answered", code_wrote=True)
         ids = ", ".join(run.evidence.citable) or "none"
         versions = " ".join(run.evidence.conflict_notes(run.question))
         ask = prompts.FINAL.format(question=run.question, ids=ids)
@@ -631,9 +634,10 @@ class Runner:
         citations: list[Citation] = []
         flags: list[str] = []
         if not abstained:
-            # the claim check is for what the evidence says; a paused or stopped run's text, or a
-            # refusal, is code's account of the run (``code_wrote``)
-            review = run.evidence.review(text, run.question if outcome == "answered" and not code_wrote else None)
+            # the claim check is for what is written from the evidence; a paused or stopped run's text,
+            # a refusal or a quote (the evidence's own words) is code's (``code_wrote``)
+            review = run.evidence.review(text, run.question if outcome == "answered" else None,
+                                         check_claims=not code_wrote)
             text, citations, flags = review.text, review.citations, review.flags
             run.tracer.record(EventKind.CITATION_CHECK, "Check citations", citations=[c.id for c in citations],
                               status="ok" if not review.removed else "removed",
