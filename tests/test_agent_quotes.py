@@ -3,7 +3,7 @@ words, one unit per thing it asks, with its citation; anything needing judgement
 
 from __future__ import annotations
 
-from toolcrib.agent.quotes import asks, quoted_answer
+from toolcrib.agent.quotes import asks, asks_documents, quoted_answer
 from toolcrib.retrieval.evidence import CitedPassage, Conflict
 
 GUIDE = CitedPassage(
@@ -92,3 +92,19 @@ def test_what_a_lookup_found_nothing_for_must_be_named_by_the_quote() -> None:
     question = "What was the last archived temperature on channel Z?"
     assert quoted_answer(question, [manual], sought=["Z"]) is None  # channel Z does not exist: no quote about C
     assert quoted_answer("What temperature must channel C read below?", [manual], sought=["C"]) is not None
+
+
+def test_what_each_document_says_of_an_identifier_is_quoted_and_one_saying_nothing_of_it_is_left_out() -> None:
+    parts = CitedPassage("parts-list#c4", doc_id="parts-list", title="Parts List", version="2026.4",
+                         text="| Part number | Price (USD) |\n|---|---|\n| PSU-4030 | $389.00 |")
+    contract = CitedPassage("contract-vogel#c14", doc_id="contract-vogel", title="Supply Agreement with Vogel",
+                            text="Schedule A: unit price (EUR) of the PSU-4030 bench supply module: 298.00.")
+    manual = CitedPassage("manual#c3", doc_id="manual", title="Bench Manual",
+                          text="Supply channel CH1 uses a PSU-4030 module.")
+    question = "What is the price of a PSU-4030 module according to our documents?"
+    assert asks_documents(question) and not asks_documents("What is the price of a PSU-4030 module?")
+    answer = quoted_answer(question, [parts, manual, contract])
+    assert answer is not None
+    lines = answer.splitlines()
+    assert len(lines) == 3 and "$389.00" in lines[1] and "298.00" in lines[2]  # no price in the manual: left out
+    assert lines[1].startswith("- Parts List, version 2026.4: ")

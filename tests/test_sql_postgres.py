@@ -78,7 +78,7 @@ def test_answers_a_parameterized_select(db: PostgresReadOnly) -> None:
 
 
 def test_row_cap_and_empty_results(db: PostgresReadOnly) -> None:
-    capped = db.query("SELECT generate_series(1, 100000000) AS n")
+    capped = db.query("SELECT generate_series(1, 1000000) AS n")  # far over the cap, quick on a loaded machine
     assert capped["row_count"] == 10 and capped["truncated"] is True
     empty = db.query("SELECT id FROM orders WHERE id < $1", [0])
     assert empty == {"columns": ["id"], "rows": [], "row_count": 0, "truncated": False}

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from toolcrib.retrieval.evidence import CitedPassage, Conflict
 from toolcrib.retrieval.excerpt import BestUnit, best_unit, cut, names
+from toolcrib.retrieval.retriever import contains_exactly
 
 MIN_COVER = 0.3  # the share of an ask's term weight its quoted unit must hold
 MIN_HELD = 2  # and how many of its terms, at least
@@ -44,7 +45,13 @@ _WHEN_ASK = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b", re.IGNORECASE
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _DATE = re.compile(rf"\b(?:19|20)\d\d\b|\b\d{{1,2}}:\d\d\b|\b{_MONTH}\s+\d|\b\d{{1,2}}\s+{_MONTH}|"
                    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
+# an identifier as users type it: short ones (P2, CH1) and lower case too
 _IDENTIFIER = re.compile(r"\b[A-Za-z]{1,6}-?\d[A-Za-z0-9-]*\b")
+
+
+def asks_documents(question: str) -> bool:
+    """Whether the request asks what the documents say ("... according to our documents?")."""
+    return _META.search(question) is not None
 
 
 def asks(question: str) -> list[str]:
@@ -68,15 +75,15 @@ def quoted_answer(question: str, passages: Sequence[CitedPassage], conflicts: Se
     quotes: list[tuple[CitedPassage, str]] = []
     for ask, among, optional in _targets(question, shown):
         best = best_unit(_META.sub(" ", ask), [p.text for p in among])
-        passage = among[best.passage] if best is not None else None
-        if best is None or passage is None or not _answers(ask, passage, best):
+        if best is None or not _answers(ask, among[best.passage], best):
             if optional and quotes:
                 continue  # another document holding the identifier, saying nothing of it
             return None
+        passage = among[best.passage]
         if not any(p == passage and best.text in text for p, text in quotes):
             quotes.append((passage, best.text))
     quoted = "\n".join(f"{p.title}\n{text}" for p, text in quotes)
-    if not quotes or not all(_holds(quoted, value) for value in sought):
+    if not quotes or not all(contains_exactly(quoted, value) for value in sought):
         return None
     lines = [f'{_where(p)}: "{cut(_inline(text), _QUOTE_CHARS)}" [{p.citation}]' for p, text in quotes]
     return f"According to {lines[0]}" if len(lines) == 1 else "From the documents:\n" + "\n".join(
@@ -99,9 +106,9 @@ def _answers(ask: str, passage: CitedPassage, best: BestUnit) -> bool:
 
 
 def _targets(question: str, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage], bool]]:
-    """What to quote for, among which passages, and whether it may go unanswered (another document
-    than the first holding the identifier asked about). With two or more names the passages mention ("the Vogel
-    contract, and how does Tamarack's differ?"): the question without its names, among each name's
+    """What to quote for, among which passages, and whether it may go unanswered (a document other
+    than the first holding the identifier asked about). With two or more names the passages mention
+    ("the Vogel contract, and how does Tamarack's differ?"): the question without its names, among each name's
     passages. With one ask about an identifier several documents hold ("the price of a PSU-4030
     according to our documents"): the ask among each such document's passages, best first. Else each
     ask among the passages holding every identifier of the question (a later ask often names its
@@ -121,12 +128,7 @@ def _targets(question: str, passages: Sequence[CitedPassage]) -> list[tuple[str,
 
 def _names_all(ask: str, text: str) -> bool:
     """Whether ``text`` holds every identifier ``ask`` names (PSU-4030, P2, KB-400)."""
-    return all(_holds(text, i) for i in _IDENTIFIER.findall(ask))
-
-
-def _holds(text: str, value: str) -> bool:
-    """Whether ``text`` holds ``value`` as a whole token ("P2" is not in "P20" nor in "SP2-A")."""
-    return re.search(rf"(?<![\w-]){re.escape(value.casefold())}(?![\w-])", text.casefold()) is not None
+    return all(contains_exactly(text, i) for i in _IDENTIFIER.findall(ask))
 
 
 def _without(text: str, words: set[str]) -> str:

@@ -16,7 +16,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
 from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
-from toolcrib.agent.quotes import asks, quoted_answer
+from toolcrib.agent.quotes import asks, asks_documents, quoted_answer
 from toolcrib.agent.records import LookedUp, record_answer, table_answer, unanswered_words
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
@@ -592,10 +592,12 @@ class Runner:
 
     def _quoted_answer(self, run: _Run) -> str | None:
         """``quotes.quoted_answer`` in single mode when everything the run found is document passages,
-        none flagged; else None (the model writes the answer)."""
+        or the request asks what the documents say and the run found some; none flagged. Else None
+        (the model writes the answer)."""
         evidence = run.evidence
         if (not self.settings.quote_answers or run.mode != "single" or run.cctx.flags or run.request_flags
-                or evidence.insufficient or not evidence.only_passages):
+                or evidence.insufficient or not (evidence.only_passages
+                                                 or (evidence.passages and asks_documents(run.question)))):
             return None
         # what a lookup by identifier found nothing for ("channel Z") is what the question is about: a
         # quote must name it
