@@ -158,8 +158,8 @@ class EvidenceLedger:
         flags = [f"removed citation [{cid}]: not retrieved in this run" for cid in check.invalid]
         for cid in check.invalid:
             text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
-        checked = check_claims and question is not None
-        text, unsupported = self._claims_checked(text, question) if checked and question else (text, [])
+        checked = question if check_claims else None  # the question the claims answer, when checked
+        text, unsupported = self._claims_checked(text, checked) if checked is not None else (text, [])
         flags += [f"removed a sentence whose {what}: {sentence[:160]}" for sentence, what in unsupported]
         nothing_supported = bool(unsupported) and not text.strip()
         if nothing_supported:
@@ -181,9 +181,9 @@ class EvidenceLedger:
                 flags.append(f"the answer cited no passage; [{best}] attached by code as its best support")
             else:
                 flags.append("the answer cites no retrieved passage")
-        elif passages and check.uncited_claims and checked:
+        elif passages and check.uncited_claims and checked is not None:
             flags += [f"claim without a valid citation: {claim[:160]}" for claim in check.uncited_claims[:5]]
-        for claim in check.uncited_claims if passages and checked else ():  # its figures' passage, cited by code
+        for claim in check.uncited_claims if passages and checked is not None else ():  # its figures' passage
             holder = self._holder(claim, passages)
             if holder is not None and holder not in cited:
                 cited[holder] = passages[holder]
