@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolcrib.agent import prompts
@@ -43,7 +43,6 @@ class EvidenceLedger:
     conflicts: list[Conflict] = field(default_factory=list)
     passages: dict[str, CitedPassage] = field(default_factory=dict)  # by citation id, best first per search
     _by_call: dict[str, str] = field(default_factory=dict)  # call id -> the citation id of its tool result
-    _headers: dict[str, str] = field(default_factory=dict)  # passage citation id -> ``CitedPassage.where``
     _counter: int = 0
 
     def add(self, outcome: CallOutcome) -> Evidence | None:
@@ -112,7 +111,6 @@ class EvidenceLedger:
             self.passages[p.citation] = p
             self.items[p.citation] = Citation(p.citation, "passage", p.source, p.text[:200])
             self.texts[p.citation] = p.text
-            self._headers[p.citation] = p.where
 
     def _add_web(self, web: WebResults) -> None:
         self.searched_web.append(web.query)
@@ -198,10 +196,10 @@ class EvidenceLedger:
 
     def _shown(self, cid: str) -> str:
         """What the model was shown of an item: a passage under its header (title, version, ...)."""
-        header = self._headers.get(cid)
-        return f"{header}\n{self.texts[cid]}" if header else self.texts[cid]
+        passage = self.passages.get(cid)
+        return f"{passage.where}\n{self.texts[cid]}" if passage is not None else self.texts[cid]
 
-    def _unrelated(self, facts: _Facts, asked: _Facts, items: Sequence[str]) -> str:
+    def _unrelated(self, facts: _Facts, asked: _Facts, items: Mapping[str, _Facts]) -> str:
         """Why a claim's figure is not the evidence's figure for what it names: it comes from passages
         only (of ``items``), and none holds it together with one of the claim's identifiers ("HLV-2200
         costs $52.00" when $52.00 is the price of HLV-2205 in the parts list). A tool's record is about
@@ -210,8 +208,7 @@ class EvidenceLedger:
         figures = facts.figures - asked.figures
         if not facts.identifiers or not figures:
             return ""
-        held = [(self.items[cid].kind == "tool", _Facts.of(self._shown(cid), evidence=True)) for cid in items
-                if cid in self.items]
+        held = [(self.items[cid].kind == "tool", h) for cid, h in items.items()]
         together = [f for f in sorted(figures)
                     if not any(f in h.figures and (record or facts.identifiers & h.identifiers) for record, h in held)]
         return (f"figure {', '.join(f'{f:g}' for f in together)} is given for none of "
@@ -238,7 +235,7 @@ class EvidenceLedger:
         removed: list[tuple[str, str]] = []
         asked = _Facts.of(question, evidence=True)
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
-        all_facts = _Facts.of(everything, evidence=True)
+        held = {cid: _Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
         named = everything.casefold()
         unknown = [n for n in names(question) if n.casefold() not in named]
         for sentence in _SENTENCES.split(text):
@@ -246,9 +243,9 @@ class EvidenceLedger:
             cited = "\n".join(self._shown(c) for c in ids)
             claim = _CITED.sub("", sentence)
             facts = _Facts.of(claim)
-            missing = facts.missing_from(_Facts.of(cited, evidence=True) if cited else all_facts, asked)
-            why = (f"{missing} is not in the evidence" if missing
-                   else self._unrelated(facts, asked, ids or [*self.texts])
+            items = {cid: held[cid] for cid in ids} if ids else held
+            missing = facts.missing_from(_Facts.joined(items.values()), asked)
+            why = (f"{missing} is not in the evidence" if missing else self._unrelated(facts, asked, items)
                    or _contradiction(claim, cited or everything))
             if not why and (facts.identifiers or facts.figures):
                 why = next((f"'{n}' is named in no evidence" for n in unknown if n.casefold() in claim.casefold()), "")
@@ -304,6 +301,12 @@ class _Facts:
             if evidence or currency or decimals or percent or value >= 10:
                 figures.add(round(value, 6))
         return cls(frozenset(m.upper() for m in _IDENTIFIER.findall(text)), frozenset(figures))
+
+    @classmethod
+    def joined(cls, parts: Iterable[_Facts]) -> _Facts:
+        """What several texts state together."""
+        parts = list(parts)
+        return cls(frozenset().union(*(p.identifiers for p in parts)), frozenset().union(*(p.figures for p in parts)))
 
     def missing_from(self, evidence: _Facts, question: _Facts) -> str:
         """What of this is in neither ``evidence`` nor ``question``: "" when nothing is missing."""

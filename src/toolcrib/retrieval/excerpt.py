@@ -119,11 +119,10 @@ def key_sentence(text: str, question: str, limit: int = 240) -> str | None:
     """The one unit of ``text`` that bears most on ``question`` (a table row with its header row), in
     the document's words, cut at ``limit`` characters; None when no unit shares a word with it."""
     parts = units(text)
-    scores = _scores(parts, question, term_weights(question, [parts]))
-    if not parts or max(scores) <= 0:
+    found = _best([parts], question, term_weights(question, [parts]))
+    if found is None:
         return None
-    best = max(range(len(parts)), key=lambda i: (scores[i], -i))
-    return cut(" ".join(parts[j].text for j in sorted(_with_context(parts, best))), limit)
+    return cut(" ".join(parts[j].text for j in sorted(_with_context(parts, found[1]))), limit)
 
 
 @dataclass(frozen=True)
@@ -141,21 +140,28 @@ def best_unit(question: str, texts: Sequence[str]) -> BestUnit | None:
     ``question``, terms weighted across all of them; None when no unit shares a word with it."""
     parsed = [units(t) for t in texts]
     weights = term_weights(question, parsed)
-    best: tuple[float, int, int] | None = None
-    for k, parts in enumerate(parsed):
-        for i, score in enumerate(_scores(parts, question, weights)):
-            if score > 0 and (best is None or score > best[0]):
-                best = (score, k, i)
+    found = _best(parsed, question, weights)
     total = sum(weights.values())
-    if best is None or not total:
+    if found is None or not total:
         return None
-    _, k, i = best
+    k, i = found
     parts = parsed[k]
     group = sorted(_with_context(parts, i))
     held = frozenset().union(*(parts[j].terms for j in group)) & weights.keys()
     text = (_row_text(parts[group[0]].text, parts[i].text) if parts[i].kind == "row" and len(group) == 2
             else "\n".join(parts[j].text for j in group))
     return BestUnit(k, text, sum(weights[t] for t in held) / total, len(held))
+
+
+def _best(parsed: Sequence[Sequence[_Unit]], question: str, weights: dict[str, float]) -> tuple[int, int] | None:
+    """The passage and unit index of the unit scoring highest for ``question`` (the earliest of a
+    tie); None when none shares a word with it."""
+    best: tuple[float, int, int] | None = None
+    for k, parts in enumerate(parsed):
+        for i, score in enumerate(_scores(parts, question, weights)):
+            if score > 0 and (best is None or score > best[0]):
+                best = (score, k, i)
+    return None if best is None else (best[1], best[2])
 
 
 def _row_text(header: str, row: str) -> str:
