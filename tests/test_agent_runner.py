@@ -98,15 +98,37 @@ def test_a_nonexistent_part_abstains_saying_which_lookup_found_nothing() -> None
     assert answer.executed[0]["name"] == "lookup_part" and answer.citations == []
 
 
-def test_two_calls_in_one_turn_the_extra_is_recorded_as_dropped() -> None:
+def test_a_change_proposed_beside_a_lookup_is_recorded_as_dropped() -> None:
     r, _ = runner([{"tool_calls": [{"name": "lookup_part", "arguments": {"part_number": "HLV-2205"}},
                                    {"name": "reserve_stock", "arguments": {"part_number": "HLV-2205", "quantity": 2}}]},
                    "It costs $52.00."])
     answer = r.ask("What does part HLV-2205 cost?", USER)
     assert RAN == ["lookup_part HLV-2205"]
     assert answer.refused[0]["name"] == "reserve_stock" and answer.refused[0]["status"] == "dropped"
+    assert "never beside lookups" in answer.refused[0]["error"]["message"]
     assert any(e.kind == EventKind.CALL_DROPPED and e.tool == "reserve_stock" for e in TRACERS[-1].events)
     assert answer.model_decided_steps == 1
+
+
+def test_a_change_proposed_first_runs_alone_and_the_rest_is_dropped() -> None:
+    r, _ = runner([{"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "HLV-2205", "quantity": 2}},
+                                   {"name": "lookup_part", "arguments": {"part_number": "HLV-2205"}}]}])
+    answer = r.ask("Reserve 2 of HLV-2205 and tell me the price", USER)
+    assert RAN == []  # no approvals here: the change is refused; the lookup proposed with it never ran
+    assert ("lookup_part", "dropped") in [(c["name"], c["status"]) for c in answer.refused]
+
+
+def test_lookups_proposed_together_in_one_decision_all_run() -> None:
+    both = {"tool_calls": [{"name": "lookup_part", "arguments": {"part_number": "HLV-2205"}},
+                           {"name": "lookup_part", "arguments": {"part_number": "HLV-2206"}},
+                           {"name": "lookup_part", "arguments": {"part_number": "HLV-2205"}}]}
+    r, _ = runner([both, "HLV-2205 costs $52.00 [lookup_part#1]; HLV-2206 was not found [lookup_part#2]."])
+    answer = r.ask("What do HLV-2205 and HLV-2206 cost?", USER)
+    assert sorted(RAN) == ["lookup_part HLV-2205", "lookup_part HLV-2206"]
+    assert answer.model_decided_steps == 1  # still one model decision: level 4
+    assert [(c["name"], c["error"]["message"]) for c in answer.refused] == [
+        ("lookup_part", "the same call was proposed twice")]
+    assert "$52.00" in answer.text
 
 
 def test_an_injected_instruction_in_a_tool_result_does_not_change_which_tools_run() -> None:
@@ -156,6 +178,17 @@ def test_loop_mode_stops_at_the_round_limit_with_a_clear_message() -> None:
     answer = r.ask("Keep searching", USER)
     assert answer.outcome == "limit"
     assert "limit of 3 model rounds (limits.rounds)" in answer.text
+
+
+def test_loop_mode_asks_for_the_answer_when_the_model_repeats_a_call() -> None:
+    r, model = runner([call("lookup_part", part_number="HLV-2205"), call("lookup_part", part_number="HLV-2205"),
+                       "HLV-2205 costs $52.00 [lookup_part#1]."], mode="loop")
+    answer = r.ask("What does part HLV-2205 cost?", USER)
+    model.assert_complete()  # two decisions and the final ask, not five rounds of the same lookup
+    assert RAN == ["lookup_part HLV-2205"] and answer.outcome == "answered" and "$52.00" in answer.text
+    assert model.requests[2][1] is None  # the final ask offers no tools
+    assert [(c["name"], c["error"]["message"]) for c in answer.refused] == [
+        ("lookup_part", "the run made this call already; its result is above")]
 
 
 def test_a_citation_to_something_never_retrieved_is_removed_and_flagged() -> None:

@@ -83,19 +83,23 @@ def test_an_invented_part_number_is_rejected_before_the_tool_runs(ws: Path, tmp_
     assert answer["text"].startswith("According to Kestrel Instruments Spare Parts List") and "$52.00" in answer["text"]
 
 
-def test_two_calls_in_one_turn_the_extra_one_is_dropped_and_traced(ws: Path, tmp_path: Path) -> None:
+def test_a_reservation_proposed_beside_a_lookup_is_dropped_and_traced(ws: Path, tmp_path: Path) -> None:
     model = script(tmp_path, [{"tool_calls": [{"name": "lookup_part", "arguments": {"part_number": "HLV-2205"}},
-                                              {"name": "lookup_stock", "arguments": {"part_number": "HLV-2205"}}]},
+                                              {"name": "lookup_stock", "arguments": {"part_number": "HLV-2205"}},
+                                              {"name": "reserve_stock",
+                                               "arguments": {"part_number": "HLV-2205", "quantity": 1}}]},
                               "HLV-2205 costs $52.00 [lookup_part#1]."])
+    before = stock_of(ws, "HLV-2205")
     answer = ask_json(ws, "What does part HLV-2205 cost, and is it in stock?", model)
-    # the model's second call is dropped (one decision in single mode); code then plans the lookup the
-    # request's second ask names, as its own decision (see test_planned_lookups.py)
-    assert [c["name"] for c in answer["executed"]] == ["lookup_part", "lookup_stock"]
-    assert answer["refused"] == [{"id": "call_1_2", "name": "lookup_stock", "arguments": {"part_number": "HLV-2205"},
+    # one decision in single mode: the two lookups run, the change proposed beside them never does
+    assert sorted(c["name"] for c in answer["executed"]) == ["lookup_part", "lookup_stock"]
+    assert answer["refused"] == [{"id": "call_1_3", "name": "reserve_stock",
+                                  "arguments": {"part_number": "HLV-2205", "quantity": 1},
                                   "status": "dropped", "error": {"code": "dropped", "message":
-                                  "single-call mode runs only the first proposed call"}}]
+                                  "single-call mode runs a change alone, never beside lookups"}}]
+    assert stock_of(ws, "HLV-2205") == before
     timeline = toolcrib("trace", answer["trace_id"], "--workspace", str(ws))
-    assert any("call_dropped" in line and "lookup_stock" in line for line in timeline.splitlines())
+    assert any("call_dropped" in line and "reserve_stock" in line for line in timeline.splitlines())
 
 
 def stock_of(ws: Path, part: str) -> int:

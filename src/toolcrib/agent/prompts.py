@@ -10,7 +10,7 @@ Rules:
 - Cite the evidence you used with its id in square brackets, for example [{example_id}].
 {extra}"""
 
-SINGLE_CALL = "You may call at most one tool for this question."
+SINGLE_CALL = "You decide once for this question: make every lookup it needs in that one decision."
 
 FINAL = """Now answer the question using only the evidence above: {question}
 Give the specific details the evidence holds for it (amounts with units, dates and times, names, ids),

@@ -138,6 +138,11 @@ class _Run:
     request_flags: list[str] = field(default_factory=list)  # what the scanner flagged in the request itself
 
 
+def _same_call(call: ToolCall, calls: Sequence[ToolCall]) -> bool:
+    """Whether ``calls`` holds ``call`` (the same tool with the same arguments)."""
+    return any(c.name == call.name and c.arguments == call.arguments for c in calls)
+
+
 class Runner:
     """Asks the model, passes its proposals through the Gate, and returns a grounded Answer."""
 
@@ -279,23 +284,24 @@ class Runner:
                                    tool_choice="required")
             if not first.tool_calls:
                 return await self._finish_with_final_ask(run, model_text=first.text)
-        call, dropped = first.tool_calls[0], first.tool_calls[1:]
-        run.messages.append(Message("assistant", first.text, tool_calls=(call,)))
-        outcomes = [await self.gate.run(call, run.cctx)]
+        calls, dropped = self._decided_calls(first.tool_calls)
+        run.messages.append(Message("assistant", first.text, tool_calls=tuple(calls)))
+        outcomes = await self.gate.run_many(calls, run.cctx)
         self._observe(run, outcomes)
-        if (regrounded := self._regrounded(run, outcomes[0])) is not None:
-            outcomes = await self._run_planned(run, [regrounded], "the model's identifier is not in the request, "
-                                                                 "which names exactly one of that kind")
-        for extra in dropped:  # level 4 runs one call; the rest are recorded, never silently lost
-            self._drop(run, extra, "single-call mode runs only the first proposed call")
-        if (refusal := self._refused_change(outcomes[0])) is not None:
+        regrounding = "the model's identifier is not in the request, which names exactly one of that kind"
+        for i, outcome in enumerate(outcomes):
+            if (regrounded := self._regrounded(run, outcome)) is not None:
+                outcomes[i], = await self._run_planned(run, [regrounded], regrounding)
+        for extra, reason in dropped:  # recorded, never silently lost
+            self._drop(run, extra, reason)
+        if len(outcomes) == 1 and (refusal := self._refused_change(outcomes[0])) is not None:
             run.tracer.record(EventKind.EVIDENCE_RULE, "Said that the change was refused", detail={
                 "reason": "the one call was a change the gate refused; code says so instead of answering around it"})
             return self._finish(run, refusal, outcome="answered", code_wrote=True)
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
         if pending:
             return self._pause(run, pending)
-        if outcomes[0].ok and outcomes[0].effect == Effect.READ.value:
+        if any(o.ok for o in outcomes) and all(o.effect == Effect.READ.value for o in outcomes):
             await self._planned_lookups(run)
             if self.settings.record_answers and (text := self._record_answer(run) or self._table_answer(run)):
                 run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code from the records", detail={
@@ -306,6 +312,30 @@ class Runner:
                 await self._search_documents(run, f"the request asks about {', '.join(sorted(missing))}, "
                                                   "which no result holds")
         return await self._finish_with_final_ask(run)
+
+    def _decided_calls(self, proposed: Sequence[ToolCall]) -> tuple[list[ToolCall], list[tuple[ToolCall, str]]]:
+        """The calls single mode makes of the model's one decision, and those it drops with why: a change
+        (WRITE/ACTUATE) runs alone, as the decision's first call; READ calls proposed together (the same
+        lookup for two ids, a lookup and a search) all run, up to the run's tool-call budget, once each."""
+        def changes(call: ToolCall) -> bool:  # an unknown tool is the gate's to refuse, as a lookup would be
+            tool = self.gate.registry.get(call.name)
+            return tool is not None and tool.effect is not Effect.READ
+
+        if changes(proposed[0]):
+            return [proposed[0]], [(c, "single-call mode runs a change alone, as the decision's only call")
+                                   for c in proposed[1:]]
+        calls: list[ToolCall] = []
+        dropped: list[tuple[ToolCall, str]] = []
+        for call in proposed:
+            if changes(call):
+                dropped.append((call, "single-call mode runs a change alone, never beside lookups"))
+            elif _same_call(call, calls):
+                dropped.append((call, "the same call was proposed twice"))
+            elif len(calls) == self.settings.limits.tool_calls:
+                dropped.append((call, f"over the run's budget of {len(calls)} tool calls (limits.tool_calls)"))
+            else:
+                calls.append(call)
+        return calls, dropped
 
     def _refused_change(self, outcome: CallOutcome) -> str | None:
         """What the answer says when the run's one call was a change (WRITE/ACTUATE) the gate refused as
@@ -470,8 +500,16 @@ class Runner:
                     "reason": "the answer rested on no tool result or passage; asking once more"})
                 run.messages += [Message("assistant", reply.text), Message("user", prompts.EVIDENCE_REMINDER)]
                 continue
+            made = [o.call for o in run.outcomes if o.status != "dropped"]
+            fresh = [c for c in reply.tool_calls if not _same_call(c, made)]
+            for repeat in (c for c in reply.tool_calls if _same_call(c, made)):
+                self._drop(run, repeat, "the run made this call already; its result is above")
+            if not fresh:  # a small model that repeats itself would do so to the round limit: answer now
+                run.tracer.record(EventKind.EVIDENCE_RULE, "Asked for the answer: the model repeated a call",
+                                  detail={"reason": "every call it proposed was made before; nothing new to read"})
+                return await self._finish_with_final_ask(run)
             budget = max(0, limits.tool_calls - run.calls)
-            calls, over = list(reply.tool_calls[:budget]), reply.tool_calls[budget:]
+            calls, over = fresh[:budget], fresh[budget:]
             for extra in over:
                 self._drop(run, extra, f"over the run's budget of {limits.tool_calls} tool calls (limits.tool_calls)")
             run.messages.append(Message("assistant", reply.text, tool_calls=tuple(calls)))
