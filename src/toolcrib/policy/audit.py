@@ -265,17 +265,16 @@ class _SQLAuditStore(AuditStore):
         last = cur.fetchone()
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
         rows = []
-        values: list[Any] = []
         for timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail in entries:
             detail_json = _encoded(detail)
             # the detail as it reads back from its canonical JSON: what verify() hashes
-            values = [seq, timestamp, event, actor, decided_by, tool, proposal_id, trace_id,
-                      json.loads(detail_json), prev]
-            digest = _chain_hash(values)
-            rows.append((*values[:8], detail_json, prev, digest))
+            record = (seq, timestamp, event, actor, decided_by, tool, proposal_id, trace_id,
+                      json.loads(detail_json), prev)
+            digest = _chain_hash(record)
+            rows.append((*record[:8], detail_json, prev, digest))
             seq, prev = seq + 1, digest
         cur.executemany(self._sql(_INSERT), rows)
-        return AuditRecord(*values, hash=prev)
+        return AuditRecord(*record, prev)
 
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         while True:

@@ -157,7 +157,8 @@ class Gate:
         try:
             tool, values = self.admit(call, cctx)
             if tool.effect is Effect.READ:
-                self._check_egress(tool, values, cctx)
+                if tool.egress:
+                    self._check_egress(tool, values, cctx)
                 outcome = await self._run_read(call, tool, values, cctx, start)
             else:
                 outcome = await self._run_effect(call, tool, values, cctx, proposal_id, start)
