@@ -325,7 +325,8 @@ class SQLiteAuditStore(_SQLAuditStore):
         self._queue: list[_Entry] = []
         self._queued = 0  # deferred records ever queued in this process, and of those, committed
         self._committed = 0
-        self._changed = threading.Condition()  # guards the queue and the counts
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # guards the queue and the counts
         self._commit = threading.Lock()  # held from taking queued records until they are committed
         self._writer: threading.Thread | None = None
         self._batching = Batching(self._changed)
@@ -354,8 +355,9 @@ class SQLiteAuditStore(_SQLAuditStore):
                         trace_id=trace_id, detail=detail)
             return
         entry = self._entry(event, actor, decided_by, tool, proposal_id, trace_id, detail, deferred=True)
-        with self._changed:
+        if self._pid != os.getpid():  # before taking a lock a forked child inherited (maybe held)
             self._forked()
+        with self._lock:  # the condition's lock, taken directly: Condition.__enter__ is a Python call
             self._queue.append(entry)
             self._queued += 1
             if self._writer is None:
@@ -405,7 +407,8 @@ class SQLiteAuditStore(_SQLAuditStore):
             self._pid = os.getpid()
             self._queue, self._queued, self._committed = [], 0, 0
             self._writer = None
-            self._changed = threading.Condition()
+            self._lock = threading.Lock()
+            self._changed = threading.Condition(self._lock)
             self._batching = Batching(self._changed)
             self._commit = threading.Lock()
 

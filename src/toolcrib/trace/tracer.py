@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import re
 import threading
 import time
@@ -106,22 +107,26 @@ class JsonlExporter(TraceExporter):
         self._queue: list[Event] = []
         self._queued = self._written = 0
         self._failure: OSError | None = None
-        self._changed = threading.Condition()
+        # the condition's lock, taken directly where nobody waits: Condition.__enter__ is a Python call
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._batching = Batching(self._changed, batch=512)
         self._writer: threading.Thread | None = None
+        self._writer_pid = 0  # the process the writer runs in: a forked child has none
 
     def path_for(self, trace_id: str) -> Path:
         return self.directory / f"{trace_id}.jsonl"
 
     def export(self, event: Event) -> None:
-        with self._changed:  # encoded by the writer: an event is not changed once recorded
+        with self._lock:  # encoded by the writer: an event is not changed once recorded
             self._queue.append(event)
             self._queued += 1
-            if self._writer is None:
-                atexit.register(self.flush)
-            if self._writer is None or not self._writer.is_alive():  # none yet, or a forked child's copy
+            if self._writer_pid != os.getpid():  # none yet, or a forked child's copy (its writer stayed behind)
+                if self._writer is None:
+                    atexit.register(self.flush)
                 self._writer = threading.Thread(target=self._write_queued, name="toolcrib-trace", daemon=True)
                 self._writer.start()
+                self._writer_pid = os.getpid()
             self._batching.queued(len(self._queue))
 
     def flush(self) -> None:
