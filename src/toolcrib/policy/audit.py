@@ -8,19 +8,18 @@ catch that too. The database refuses UPDATE and DELETE (triggers), and appends a
 across processes, and a process killed mid-append leaves no half record.
 
 Durability. ``append`` returns once its record is committed (SQLite: WAL, ``synchronous=FULL``, so
-fsync'd): every proposal, decision, approval, execution of a WRITE/ACTUATE call and refusal is on disk
-before the caller goes on. ``append_deferred`` is for the one record written on every READ call (the
-gate's ``executed`` record of a READ): it queues the record and returns at once (no seq yet); a
+fsync'd): every proposal, decision, approval, execution of a WRITE/ACTUATE call and refusal is on
+disk before the caller goes on. ``append_deferred`` is for the one record written on every READ call
+(the gate's ``executed`` record of a READ): it queues the record and returns at once (no seq yet); a
 background writer commits whatever is queued in one transaction (a group commit: one fsync for many
 READ calls), and ``flush()`` commits what is still queued on the caller's own thread. A deferred
 record is **acknowledged** when the commit holding it has returned: after ``flush()`` returns, after
 any later ``append`` (which writes every queued record before its own, in the order queued, in its
-transaction), or after ``records()``/``head()``/``close()`` (which flush
-first). The Runner flushes when a run finishes, so a run's READ records are durable before its Answer
-returns. A process killed before that may lose deferred records it had not acknowledged, never one it
-had, and never a synchronous one; the chain stays whole either way (a batch is one transaction).
-Stores without a writer (PostgreSQL, or SQLite with ``group_reads=False``) write deferred records
-synchronously.
+transaction), or after ``records()``/``head()``/``close()`` (which flush first). The Runner flushes
+when a run finishes, so a run's READ records are durable before its Answer returns. A process killed
+before that may lose deferred records it had not acknowledged, never one it had, and never a
+synchronous one; the chain stays whole either way (a batch is one transaction). Stores without a
+writer (PostgreSQL, or SQLite with ``group_reads=False``) write deferred records synchronously.
 """
 
 from __future__ import annotations
@@ -197,6 +196,8 @@ def _chain_hash(values: Sequence[Any]) -> str:
     """``AuditRecord.computed_hash`` of a record whose fields but its hash are ``values`` (in ``_HASHED``
     order), without making the record: ``asdict`` deep-copies, and cost more than the rest of an append."""
     return sha256_hex(canonical_json(dict(zip(_HASHED, values, strict=True))))
+
+
 # timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail: canonical JSON, or (a
 # deferred record's) the mapping, encoded when it is written
 _Entry = tuple[float, str, str, str, str, str, str, str | dict[str, Any]]
@@ -369,8 +370,9 @@ class SQLiteAuditStore(_SQLAuditStore):
     def flush(self) -> None:
         """Commit what is queued on the caller's thread: handing it to the writer and waiting for it cost
         two thread switches, and the writer's tail then competed for the GIL with the caller's next call."""
-        with self._changed:
+        if self._pid != os.getpid():
             self._forked()
+        with self._lock:
             if self._committed >= self._queued:
                 return
         with self._commit:  # a batch the writer took is committed and counted once this is held
