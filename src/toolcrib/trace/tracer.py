@@ -87,6 +87,9 @@ class TraceExporter(ABC):
         """Flush and release (the tracer calls it when its run ends). Default: nothing."""
 
 
+_LINE = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps with options makes one per call
+
+
 class JsonlExporter(TraceExporter):
     """Appends each event as one JSON line to ``DIR/<trace_id>.jsonl``.
 
@@ -151,7 +154,7 @@ class JsonlExporter(TraceExporter):
             try:
                 touched: dict[str, IO[str]] = {}
                 for event in batch:  # a file evicted from the open ones is closed, so flushed
-                    line = json.dumps(event.to_dict(), default=str, ensure_ascii=False) + "\n"
+                    line = _LINE.encode(event.to_dict()) + "\n"
                     touched[event.trace_id] = self._file(event.trace_id)
                     touched[event.trace_id].write(line)
                 for fh in touched.values():
