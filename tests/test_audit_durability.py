@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from toolcrib.policy.audit import SQLiteAuditStore
+from toolcrib.policy.canonical import canonical_json, sha256_hex
 
 # Appends deferred READ records and, every few, a synchronous one; prints what is acknowledged:
 # "ack N" once flush() returned for every READ record up to N, "sync N SEQ" once append returned.
@@ -96,3 +101,33 @@ def test_close_writes_what_is_queued(tmp_path: Path) -> None:
     store.close()
     with SQLiteAuditStore(tmp_path / "audit.db") as again:
         assert again.head()[0] == 20 and again.verify().ok
+
+
+def test_each_record_hashes_its_canonical_body_however_it_was_written(tmp_path: Path) -> None:
+    with SQLiteAuditStore(tmp_path / "audit.db") as store:
+        store.append_deferred("executed", actor="a", decided_by="code", tool="t",
+                              detail={"arguments": {"n": 3.0, "x": "é", "nested": {"z": [1, 2.5], "a": None}}})
+        store.append("approved", actor="ada", decided_by="human", tool="w", proposal_id="p1", detail={"b": [1.0]})
+        store.flush()
+        records = list(store.records())
+        assert [r.seq for r in records] == [1, 2]
+        assert records[0].detail == {"arguments": {"n": 3, "x": "é", "nested": {"z": [1, 2.5], "a": None}}}
+        for record in records:  # the documented definition, independent of how the writer computes it
+            assert record.hash == sha256_hex(canonical_json(record.body()))
+        assert records[1].prev_hash == records[0].hash and store.verify().ok
+
+
+def test_flush_commits_on_the_callers_thread_and_a_failed_commit_keeps_the_records_queued(tmp_path: Path) -> None:
+    store = SQLiteAuditStore(tmp_path / "audit.db")
+    real_tx = store._tx
+
+    def broken(write: bool = True) -> Any:
+        raise sqlite3.OperationalError("disk I/O error")
+    store._tx = broken  # type: ignore[method-assign]  # before queueing: neither thread can commit it
+    store.append_deferred("executed", actor="a", decided_by="code", tool="t")
+    with pytest.raises(sqlite3.OperationalError):
+        store.flush()
+    store._tx = real_tx  # type: ignore[method-assign]
+    store.flush()
+    assert store.head()[0] == 1 and store.verify().ok
+    store.close()

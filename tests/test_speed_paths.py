@@ -234,3 +234,30 @@ def test_ask_inside_a_running_event_loop_says_to_use_aask() -> None:
         with pytest.raises(OperatorError, match="aask"):
             runner.ask(QUESTION, ALICE)
     asyncio.run(inside())
+
+
+def test_ask_cancels_the_tasks_its_run_left_running_and_only_those() -> None:
+    started: list[asyncio.Task[None]] = []
+
+    @tool(name="_lookup", cache_ttl_s=0)
+    async def leaves_a_task(part_number: str) -> dict[str, Any]:
+        """Look up a part, leaving a task behind."""
+        started.append(asyncio.create_task(asyncio.sleep(60)))
+        return {"part_number": part_number, "price": 52.0}
+
+    def model(messages: Any, tools: Any) -> Completion | str:
+        if any(m.role == "tool" for m in messages):
+            return "HLV-2205 costs $52.00 [_lookup#1]."
+        return Completion(tool_calls=(CALL,))
+    runner = Runner(FunctionModel(model), Gate(Registry([leaves_a_task]), GroupPolicy({"support": ["*"]})))
+    elsewhere = asyncio.new_event_loop()  # another loop's task, in the same thread: not the run's to cancel
+    other = elsewhere.create_task(asyncio.sleep(60))
+    try:
+        assert runner.ask(QUESTION, ALICE).outcome == "answered"
+        assert runner.ask(QUESTION, ALICE).outcome == "answered"
+        assert len(started) == 2 and all(task.cancelled() for task in started)
+        assert not other.done()
+    finally:
+        other.cancel()
+        elsewhere.run_until_complete(asyncio.gather(other, return_exceptions=True))
+        elsewhere.close()

@@ -8,18 +8,18 @@ catch that too. The database refuses UPDATE and DELETE (triggers), and appends a
 across processes, and a process killed mid-append leaves no half record.
 
 Durability. ``append`` returns once its record is committed (SQLite: WAL, ``synchronous=FULL``, so
-fsync'd): every proposal, decision, approval, execution of a WRITE/ACTUATE call and refusal is on disk
-before the caller goes on. ``append_deferred`` is for the one record written on every READ call (the
-gate's ``executed`` record of a READ): it queues the record and returns at once (no seq yet); a
+fsync'd): every proposal, decision, approval, execution of a WRITE/ACTUATE call and refusal is on
+disk before the caller goes on. ``append_deferred`` is for the one record written on every READ call
+(the gate's ``executed`` record of a READ): it queues the record and returns at once (no seq yet); a
 background writer commits whatever is queued in one transaction (a group commit: one fsync for many
-READ calls). A deferred record is **acknowledged** when the commit holding it has returned: after
-``flush()`` returns, after any later ``append`` (which writes every queued record before its own, in
-the order queued, in its transaction), or after ``records()``/``head()``/``close()`` (which flush
-first). The Runner flushes when a run finishes, so a run's READ records are durable before its Answer
-returns. A process killed before that may lose deferred records it had not acknowledged, never one it
-had, and never a synchronous one; the chain stays whole either way (a batch is one transaction).
-Stores without a writer (PostgreSQL, or SQLite with ``group_reads=False``) write deferred records
-synchronously.
+READ calls), and ``flush()`` commits what is still queued on the caller's own thread. A deferred
+record is **acknowledged** when the commit holding it has returned: after ``flush()`` returns, after
+any later ``append`` (which writes every queued record before its own, in the order queued, in its
+transaction), or after ``records()``/``head()``/``close()`` (which flush first). The Runner flushes
+when a run finishes, so a run's READ records are durable before its Answer returns. A process killed
+before that may lose deferred records it had not acknowledged, never one it had, and never a
+synchronous one; the chain stays whole either way (a batch is one transaction). Stores without a
+writer (PostgreSQL, or SQLite with ``group_reads=False``) write deferred records synchronously.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class AuditRecord:
         return data
 
     def computed_hash(self) -> str:
-        return sha256_hex(canonical_json(self.body()))
+        return _chain_hash([getattr(self, name) for name in _HASHED])
 
 
 @dataclass(frozen=True)
@@ -188,6 +188,16 @@ class AuditStore(ABC):
 
 
 _FIELDS = ", ".join(f.name for f in fields(AuditRecord))  # the columns, in the record's order
+_HASHED = tuple(f.name for f in fields(AuditRecord) if f.name != "hash")  # what ``body`` holds, in order
+_INSERT = f"INSERT INTO toolcrib_audit ({_FIELDS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _chain_hash(values: Sequence[Any]) -> str:
+    """``AuditRecord.computed_hash`` of a record whose fields but its hash are ``values`` (in ``_HASHED``
+    order), without making the record: ``asdict`` deep-copies, and cost more than the rest of an append."""
+    return sha256_hex(canonical_json(dict(zip(_HASHED, values, strict=True))))
+
+
 # timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail: canonical JSON, or (a
 # deferred record's) the mapping, encoded when it is written
 _Entry = tuple[float, str, str, str, str, str, str, str | dict[str, Any]]
@@ -238,7 +248,7 @@ class _SQLAuditStore(AuditStore):
     ) -> AuditRecord:
         entry = self._entry(event, actor, decided_by, tool, proposal_id, trace_id, detail)
         with self._tx() as cur:
-            return self._write(cur, [entry])[-1]
+            return self._write(cur, [entry])
 
     def _entry(self, event: str, actor: str, decided_by: str, tool: str, proposal_id: str, trace_id: str,
                detail: Mapping[str, Any] | None, *, deferred: bool = False) -> _Entry:
@@ -249,24 +259,23 @@ class _SQLAuditStore(AuditStore):
         return (self._clock(), event, actor, decided_by, tool, proposal_id, trace_id,
                 dict(detail or {}) if deferred else canonical_json(dict(detail or {})))
 
-    def _write(self, cur: Any, entries: Sequence[_Entry]) -> list[AuditRecord]:
-        """Chain ``entries`` after the newest record, in order, in the caller's write transaction."""
+    def _write(self, cur: Any, entries: Sequence[_Entry]) -> AuditRecord:
+        """Chain ``entries`` after the newest record, in order, in the caller's write transaction; returns
+        the last record (the only one a caller reads: a batch's records are only counted)."""
         cur.execute("SELECT seq, hash FROM toolcrib_audit ORDER BY seq DESC LIMIT 1")
         last = cur.fetchone()
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
-        written = []
+        rows = []
         for timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail in entries:
             detail_json = _encoded(detail)
-            record = AuditRecord(seq, timestamp, event, actor, decided_by, tool, proposal_id,
-                                 trace_id, json.loads(detail_json), prev)
-            record = AuditRecord(**{**record.body(), "hash": record.computed_hash()})
-            cur.execute(self._sql(f"INSERT INTO toolcrib_audit ({_FIELDS}) VALUES"
-                                  " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-                        (record.seq, record.timestamp, event, actor, decided_by, tool, proposal_id,
-                         trace_id, detail_json, prev, record.hash))
-            written.append(record)
-            seq, prev = seq + 1, record.hash
-        return written
+            # the detail as it reads back from its canonical JSON: what verify() hashes
+            record = (seq, timestamp, event, actor, decided_by, tool, proposal_id, trace_id,
+                      json.loads(detail_json), prev)
+            digest = _chain_hash(record)
+            rows.append((*record[:8], detail_json, prev, digest))
+            seq, prev = seq + 1, digest
+        cur.executemany(self._sql(_INSERT), rows)
+        return AuditRecord(*record, prev)
 
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         while True:
@@ -317,9 +326,9 @@ class SQLiteAuditStore(_SQLAuditStore):
         self._queue: list[_Entry] = []
         self._queued = 0  # deferred records ever queued in this process, and of those, committed
         self._committed = 0
-        self._changed = threading.Condition()  # guards the queue and the counts
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # guards the queue and the counts
         self._commit = threading.Lock()  # held from taking queued records until they are committed
-        self._failure: BaseException | None = None
         self._writer: threading.Thread | None = None
         self._batching = Batching(self._changed)
         self._pid = os.getpid()
@@ -337,7 +346,7 @@ class SQLiteAuditStore(_SQLAuditStore):
                 self._give_back(taken)
                 raise
             self._done(len(taken))
-        return written[-1]
+        return written
 
     def append_deferred(self, event: str, *, actor: str, decided_by: str, tool: str = "",
                         proposal_id: str = "", trace_id: str = "",
@@ -347,8 +356,9 @@ class SQLiteAuditStore(_SQLAuditStore):
                         trace_id=trace_id, detail=detail)
             return
         entry = self._entry(event, actor, decided_by, tool, proposal_id, trace_id, detail, deferred=True)
-        with self._changed:
+        if self._pid != os.getpid():  # before taking a lock a forked child inherited (maybe held)
             self._forked()
+        with self._lock:  # the condition's lock, taken directly: Condition.__enter__ is a Python call
             self._queue.append(entry)
             self._queued += 1
             if self._writer is None:
@@ -358,15 +368,15 @@ class SQLiteAuditStore(_SQLAuditStore):
             self._batching.queued(len(self._queue))
 
     def flush(self) -> None:
-        with self._changed:
+        """Commit what is queued on the caller's thread: handing it to the writer and waiting for it cost
+        two thread switches, and the writer's tail then competed for the GIL with the caller's next call."""
+        if self._pid != os.getpid():
             self._forked()
-            target = self._queued
-            if self._committed < target:
-                self._batching.urgent()
-            while self._committed < target:
-                if self._failure is not None:
-                    raise self._failure
-                self._changed.wait(0.5)
+        with self._lock:
+            if self._committed >= self._queued:
+                return
+        with self._commit:  # a batch the writer took is committed and counted once this is held
+            self._commit_queued()
 
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         self.flush()
@@ -387,10 +397,7 @@ class SQLiteAuditStore(_SQLAuditStore):
             writer.join()
         if self._queue and self._pid == os.getpid():  # the writer stopped on a failure: one last try
             with self._commit:
-                taken = self._take()
-                with self._tx() as cur:
-                    self._write(cur, taken)
-                self._done(len(taken))
+                self._commit_queued()
         _FLUSH_AT_EXIT.discard(self)
         super().close()
 
@@ -401,8 +408,9 @@ class SQLiteAuditStore(_SQLAuditStore):
         if self._pid != os.getpid():
             self._pid = os.getpid()
             self._queue, self._queued, self._committed = [], 0, 0
-            self._writer, self._failure = None, None
-            self._changed = threading.Condition()
+            self._writer = None
+            self._lock = threading.Lock()
+            self._changed = threading.Condition(self._lock)
             self._batching = Batching(self._changed)
             self._commit = threading.Lock()
 
@@ -415,11 +423,23 @@ class SQLiteAuditStore(_SQLAuditStore):
         with self._changed:
             self._queue[:0] = taken
 
+    def _commit_queued(self) -> None:
+        """Commit every queued record in one transaction (``_commit`` held); on a failure they stay
+        queued and it is raised."""
+        taken = self._take()
+        if not taken:
+            return
+        try:
+            with self._tx() as cur:
+                self._write(cur, taken)
+        except BaseException:
+            self._give_back(taken)
+            raise
+        self._done(len(taken))
+
     def _done(self, count: int) -> None:
         with self._changed:
             self._committed += count
-            self._failure = None
-            self._changed.notify_all()
 
     def _write_queued(self) -> None:
         """Commit whatever is queued, one transaction at a time, in batches (``Batching``: a batch waits
@@ -430,23 +450,14 @@ class SQLiteAuditStore(_SQLAuditStore):
                 self._batching.wait(lambda: len(self._queue), lambda: self._closed)
                 if not self._queue:
                     return
-            with self._commit:
-                taken = self._take()
-                if not taken:
-                    continue
-                try:
-                    with self._tx() as cur:
-                        self._write(cur, taken)
-                except Exception as exc:  # the records stay queued; flush() reports why they are not written
-                    self._give_back(taken)
-                    with self._changed:
-                        self._failure = exc
-                        self._changed.notify_all()
-                        if self._closed:
-                            return
-                    time.sleep(0.05)
-                    continue
-            self._done(len(taken))
+            try:
+                with self._commit:
+                    self._commit_queued()
+            except Exception:  # the records stay queued: the next flush() writes them or says why not
+                with self._changed:
+                    if self._closed:
+                        return
+                time.sleep(0.05)
 
 
 # Stores with a writer, flushed at interpreter exit (a daemon thread would otherwise be cut off).

@@ -14,7 +14,17 @@ from toolcrib.errors import InvalidArguments
 
 def _normalise(value: Any) -> Any:
     """JSON-ready copy: integral floats become ints (3.0 -> 3), tuples lists, enums their value."""
-    if value is None or isinstance(value, (bool, str)):
+    kind = type(value)  # the exact JSON types first: most values, and isinstance(x, Mapping) costs ~1 us
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str and not isinstance(key, str):
+                raise TypeError(f"canonical JSON needs string keys, got {type(key).__name__}")
+            out[key] = _normalise(item)
+        return out
+    if isinstance(value, (bool, str)):
         return value
     if isinstance(value, Enum):
         return _normalise(value.value)
@@ -27,12 +37,7 @@ def _normalise(value: Any) -> Any:
             return int(value)  # also turns -0.0 into 0
         return value
     if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"canonical JSON needs string keys, got {type(key).__name__}")
-            out[key] = _normalise(item)
-        return out
+        return _normalise(dict(value))
     if isinstance(value, (list, tuple)):
         return [_normalise(item) for item in value]
     raise TypeError(f"canonical JSON cannot encode {type(value).__name__}")

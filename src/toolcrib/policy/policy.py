@@ -80,6 +80,7 @@ class GroupPolicy(Policy):
     ) -> None:
         self.grants = {g: frozenset(tools) for g, tools in grants.items()}
         self._offered: dict[tuple[frozenset[str], str], bool] = {}
+        self._granted_to: dict[str, Decision] = {}  # per user: a Decision is immutable, and asked for every call
         self.approvers = {g: frozenset(tools) for g, tools in (approvers or {}).items()}
         self.rules = list(rules)
         self.version = version
@@ -107,7 +108,13 @@ class GroupPolicy(Policy):
                 return Decision.deny(f"{tool.name} is not permitted for these arguments")
             if isinstance(verdict, Decision) and not verdict.allowed:
                 return verdict
-        return Decision.allow(f"granted to {principal.user_id} through group membership")
+        found = self._granted_to.get(principal.user_id)
+        if found is None:
+            if len(self._granted_to) > 4096:
+                self._granted_to.clear()
+            found = self._granted_to[principal.user_id] = Decision.allow(
+                f"granted to {principal.user_id} through group membership")
+        return found
 
     def may_approve(self, approver: Principal, tool: ToolFacts) -> bool:
         return self._granted(self.approvers, approver, tool.name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import re
 import threading
 import time
@@ -86,6 +87,9 @@ class TraceExporter(ABC):
         """Flush and release (the tracer calls it when its run ends). Default: nothing."""
 
 
+_LINE = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps with options makes one per call
+
+
 class JsonlExporter(TraceExporter):
     """Appends each event as one JSON line to ``DIR/<trace_id>.jsonl``.
 
@@ -106,22 +110,26 @@ class JsonlExporter(TraceExporter):
         self._queue: list[Event] = []
         self._queued = self._written = 0
         self._failure: OSError | None = None
-        self._changed = threading.Condition()
+        # the condition's lock, taken directly where nobody waits: Condition.__enter__ is a Python call
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._batching = Batching(self._changed, batch=512)
         self._writer: threading.Thread | None = None
+        self._writer_pid = 0  # the process the writer runs in: a forked child has none
 
     def path_for(self, trace_id: str) -> Path:
         return self.directory / f"{trace_id}.jsonl"
 
     def export(self, event: Event) -> None:
-        with self._changed:  # encoded by the writer: an event is not changed once recorded
+        with self._lock:  # encoded by the writer: an event is not changed once recorded
             self._queue.append(event)
             self._queued += 1
-            if self._writer is None:
-                atexit.register(self.flush)
-            if self._writer is None or not self._writer.is_alive():  # none yet, or a forked child's copy
+            if self._writer_pid != os.getpid():  # none yet, or a forked child's copy (its writer stayed behind)
+                if self._writer is None:
+                    atexit.register(self.flush)
                 self._writer = threading.Thread(target=self._write_queued, name="toolcrib-trace", daemon=True)
                 self._writer.start()
+                self._writer_pid = os.getpid()
             self._batching.queued(len(self._queue))
 
     def flush(self) -> None:
@@ -146,7 +154,7 @@ class JsonlExporter(TraceExporter):
             try:
                 touched: dict[str, IO[str]] = {}
                 for event in batch:  # a file evicted from the open ones is closed, so flushed
-                    line = json.dumps(event.to_dict(), default=str, ensure_ascii=False) + "\n"
+                    line = _LINE.encode(event.to_dict()) + "\n"
                     touched[event.trace_id] = self._file(event.trace_id)
                     touched[event.trace_id].write(line)
                 for fh in touched.values():
