@@ -121,7 +121,7 @@ def test_flush_commits_on_the_callers_thread_and_a_failed_commit_keeps_the_recor
     store = SQLiteAuditStore(tmp_path / "audit.db")
     real_tx = store._tx
 
-    def broken(write: bool = True) -> Any:
+    def broken(write: bool = True, **_: Any) -> Any:
         raise sqlite3.OperationalError("disk I/O error")
     store._tx = broken  # type: ignore[method-assign]  # before queueing: neither thread can commit it
     store.append_deferred("executed", actor="a", decided_by="code", tool="t")
@@ -131,3 +131,14 @@ def test_flush_commits_on_the_callers_thread_and_a_failed_commit_keeps_the_recor
     store.flush()
     assert store.head()[0] == 1 and store.verify().ok
     store.close()
+
+
+def test_a_group_commit_leaves_the_connection_fsyncing_what_comes_next(tmp_path: Path) -> None:
+    # READ records are committed without an fsync; a proposal or approval after them must still be fsync'd
+    with SQLiteAuditStore(tmp_path / "audit.db") as store:
+        store.append_deferred("executed", actor="a", decided_by="code", tool="t")
+        store.flush()
+        with store._tx(write=False) as cur:
+            assert cur.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        store.append("approved", actor="ada", decided_by="human", tool="w", proposal_id="p1")
+        assert store.head()[0] == 2 and store.verify().ok

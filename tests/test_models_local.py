@@ -154,16 +154,16 @@ def test_a_question_about_two_orders_gets_two_calls_in_one_decision(model: Local
         ("get_order_status", "ORD-1001"), ("get_order_status", "ORD-1002")]
 
 
-def test_a_list_of_calls_is_read_item_by_item_and_a_cut_item_is_marked_malformed() -> None:
+def test_a_list_of_calls_is_read_one_by_one_and_a_cut_one_is_marked_malformed() -> None:
     from toolcrib.models.local import _parse_decision
 
     text, calls = _parse_decision('[{"tool": "lookup_part", "arguments": {"part_number": "A-1"}}, '
                                   '{"tool": "get_order_status", "arguments": {"order_id": "ORD-1')
-    assert text == ""
-    assert [(c.name, c.arguments, c.parse_error is None) for c in calls] == [
+    assert text == "" and [(c.name, c.arguments, c.parse_error is None) for c in calls] == [
         ("lookup_part", {"part_number": "A-1"}, True), ("get_order_status", {}, False)]
     assert calls[1].parse_error is not None and "cut off" in calls[1].parse_error
-    assert _parse_decision('{"answer": "Hello."}') == ("Hello.", ())
+    assert _parse_decision('[{"answer": "Hello."}]') == ("Hello.", ())
+    assert _parse_decision('[{"answer": "Hello, I was cut') == ("Hello, I was cut", ())
 
 
 @pytest.mark.slow

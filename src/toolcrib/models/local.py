@@ -1,10 +1,10 @@
 """The embedded default model: Qwen2.5-Coder-1.5B-Instruct (GGUF) on llama.cpp, schema-constrained.
 
 A small model is unreliable at free-form tool-call syntax, so every decision is generated under a
-JSON-Schema grammar: a list of calls, each ``oneOf`` one branch per offered tool (``{"tool": <const
-name>, "arguments": <its parameters>}``), or ``{"answer": <string>}``. The output is therefore always
-parseable calls of the tools offered, or an answer; the gate still validates the arguments against
-the real schema, and the runner decides how many of the calls run.
+JSON-Schema grammar: a list of one or more calls, each ``oneOf`` one branch per offered tool
+(``{"tool": <const name>, "arguments": <its parameters>}``), or of one ``{"answer": <string>}``. The
+output is therefore always parseable calls of the tools offered, or an answer; the gate still
+validates the arguments against the real schema, and the runner decides how many of the calls run.
 
 Prompt evaluation dominates the cost on a CPU. The system block (prompt + tool list) is the same
 for every decision of a workspace and user, whatever the tool choice, so llama.cpp reuses its
@@ -50,10 +50,10 @@ _GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid", "uuid1", "uui
 # tool list after the rules and examples, so offers share more of the cached prefix, was measured and
 # dropped: the model then sent count questions to the document search.)
 _TOOL_INSTRUCTIONS = """\
-You decide the next step. Reply with exactly one JSON value:
-- {{"answer": "<your reply>"}} to reply to the user yourself, or
-- a list of tool calls [{{"tool": "<tool name>", "arguments": {{...}}}}]: one call for each thing the user asks \
-for. Two things, two calls (the same tool with other arguments, or another tool): a text argument holds one \
+You decide the next step. Reply with exactly one JSON list:
+- [{{"answer": "<your reply>"}}] to reply to the user yourself, or
+- [{{"tool": "<tool name>", "arguments": {{...}}}}] to call a tool. For several things the user asks for, one \
+call each in the same list (the same tool with other arguments, or another tool); a text argument holds one \
 value, never two joined by "and" or a comma.
 
 Tools:
@@ -69,7 +69,7 @@ holds what the user asked for: then use that result's data in your answer.
 
 Examples (the <...> are placeholders, not real values):
 User: Who wrote Hamlet?
-{{"answer": "William Shakespeare."}}
+[{{"answer": "William Shakespeare."}}]
 User: What is the status of <ID>?
 [{{"tool": "<tool that gives that status>", "arguments": {{"<its id parameter>": "<ID>"}}}}]
 User: What is the status of <ID1> and of <ID2>?
@@ -80,15 +80,15 @@ User: How many <THING> are left in <PLACE>?
 User: What do our rules say about <TOPIC>?
 [{{"tool": "<tool that searches documents>", "arguments": {{"<query parameter>": "<TOPIC> rules"}}}}]
 User: Hello, who are you?
-{{"answer": "Hello! I am an assistant; ask me about your data."}}
+[{{"answer": "Hello! I am an assistant; ask me about your data."}}]
 Tool result for <tool name>: {{"ok": true, "<field>": "<VALUE>"}}
-{{"answer": "The <field> is <VALUE>."}}"""
+[{{"answer": "The <field> is <VALUE>."}}]"""
 
 # Added to the last turn, not the system block, so a required call keeps the cached prefix.
 _TOOL_ONLY_RULE = "(A tool call is required now: reply with a tool call, not an answer.)"
 _CHATML_SYSTEM = "<|im_start|>system\n{content}<|im_end|>"
 _DESCRIPTION_CHARS = 1200  # per tool, in the prompt
-_MAX_CALLS = 8  # calls in one decision (a list); the runner decides how many of them run
+_MAX_CALLS = 8  # calls in one decision; the runner decides how many of them run
 
 
 @dataclass
@@ -399,13 +399,15 @@ def _render_messages(messages: list[Message], tools: list[ToolSpec], *, required
             name = message.name or call_names.get(message.tool_call_id or "", "tool")
             chat.append({"role": "user", "content": f"Tool result for {name}: {message.content}"})
         elif message.role == "assistant" and message.tool_calls:
-            # earlier turns are shown in the shape the model writes: a list of calls
+            # a decision's calls as the model writes them (a list) where it decides again; one per line
+            # where it writes the answer in text (shown a list there, it answered with a list of calls)
             for call in message.tool_calls:
                 call_names[call.id] = call.name
             rendered = [{"tool": c.name, "arguments": c.arguments} for c in message.tool_calls]
-            chat.append({"role": "assistant", "content": json.dumps(rendered)})
+            content = json.dumps(rendered) if tools else "\n".join(json.dumps(c) for c in rendered)
+            chat.append({"role": "assistant", "content": content})
         elif message.role == "assistant":
-            content = json.dumps({"answer": message.content}) if tools else message.content
+            content = json.dumps([{"answer": message.content}]) if tools else message.content
             chat.append({"role": "assistant", "content": content})
         else:
             chat.append({"role": "user", "content": message.content})
@@ -458,10 +460,8 @@ def _type_label(schema: Mapping[str, Any]) -> str:
 
 
 def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
-    """``oneOf``: a list of 1 to ``_MAX_CALLS`` calls (a branch per tool: its name as a const, its
-    grammar arguments), or an answer. Calls always come as a list: a model asked to open one decides
-    after each call whether the request asks for another, which it seldom did when a list was only
-    the alternative to a single call (BFCL parallel: 0 of 2 with that, measured)."""
+    """A call (``oneOf`` one branch per tool: its name as a const, its grammar arguments) or an answer,
+    each a named definition (``call``, ``answer``) so that ``_grammar`` can repeat calls."""
     calls: list[dict[str, Any]] = [
         {
             "type": "object",
@@ -471,17 +471,10 @@ def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
         }
         for tool in tools
     ]
-    choices: list[dict[str, Any]] = [
-        {"type": "array", "items": {"$ref": "#/$defs/call"}, "minItems": 1, "maxItems": _MAX_CALLS},
-    ]
-    if not required:
-        choices.append({
-            "type": "object",
-            "properties": {"answer": {"type": "string"}},
-            "required": ["answer"],
-            "additionalProperties": False,
-        })
-    return {"$defs": {"call": {"oneOf": calls}}, "oneOf": choices}
+    answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+              "additionalProperties": False}
+    choices = [{"$ref": "#/$defs/call"}] + ([] if required else [{"$ref": "#/$defs/answer"}])
+    return {"$defs": {"call": {"oneOf": calls}, "answer": answer}, "oneOf": choices}
 
 
 def _decision_schema_text(tools: list[ToolSpec], required: bool) -> str:
@@ -584,10 +577,20 @@ def _grammar(schema_text: str) -> Any:
     Built here rather than through ``response_format`` because llama-cpp-python silently falls back
     to an unconstrained JSON grammar when conversion fails, which would let the model invent tools.
     """
-    from llama_cpp.llama_grammar import LlamaGrammar
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
     try:
-        return LlamaGrammar.from_json_schema(schema_text, verbose=False)
+        rules = json_schema_to_gbnf(schema_text)
+        # a list: of one answer, or of calls. The first choice is still "tool" or "answer" (written as
+        # an alternative to a list of calls, the answer won too often: the model then answered business
+        # questions with invented data); after each call the model closes the list or writes another
+        # call (written one per line instead, it never wrote a second: 0 of 4 BFCL parallel entries).
+        required = '"#/$defs/answer"' not in schema_text
+        calls = f'call ("," space call){{0,{_MAX_CALLS - 1}}}'
+        root = f'root ::= "[" space ({calls}{"" if required else " | answer"}) "]" space'
+
+        text = "\n".join(line for line in rules.splitlines() if not line.startswith("root ::="))
+        return LlamaGrammar.from_string(f"{root}\n{text}", verbose=False)
     except Exception as exc:
         raise ConfigError(
             f"a tool's parameter schema cannot be turned into a grammar for the local model: {exc}",
@@ -611,42 +614,40 @@ def _next_call_id() -> str:
 
 
 def _parse_decision(content: str) -> tuple[str, tuple[ToolCall, ...]]:
-    """Turn the grammar-constrained JSON into answer text or ToolCalls (truncated output included:
-    of a list cut off, the complete calls and the cut one, marked as malformed)."""
-    if content.lstrip().startswith("["):
-        return "", _parse_calls(content.lstrip()[1:])
+    """Turn the grammar-constrained JSON list into answer text or ToolCalls (truncated output
+    included: of calls cut off, the complete ones and the cut one, marked as malformed)."""
+    body = content.strip().removeprefix("[").lstrip()
+    if _TOOL_PREFIX.match(body):
+        return "", _parse_calls(body)
     try:
-        decision = json.loads(content)
-    except json.JSONDecodeError as exc:
-        if match := _TOOL_PREFIX.match(content):
-            return "", (_cut_call(content, match, exc),)
-        if match := _ANSWER_PREFIX.match(content):
-            return _partial_string(content[match.end():]), ()
+        decision, _ = json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError:
+        if match := _ANSWER_PREFIX.match(body):
+            return _partial_string(body[match.end():]), ()
         return content.strip(), ()
-    if isinstance(decision, dict) and isinstance(decision.get("tool"), str):
-        return "", (_call(decision),)
     if isinstance(decision, dict) and isinstance(decision.get("answer"), str):
         return decision["answer"].strip(), ()
     return content.strip(), ()
 
 
 def _parse_calls(body: str) -> tuple[ToolCall, ...]:
-    """The calls of a JSON list, read one item at a time (``body`` follows the opening bracket)."""
+    """The calls of a JSON list, read one at a time (``body`` follows the opening bracket)."""
     decoder = json.JSONDecoder()
     calls: list[ToolCall] = []
     position = 0
-    while True:
+    while len(calls) < _MAX_CALLS:
         position = len(body) - len(body[position:].lstrip(" \n\t,"))
         if position >= len(body) or body[position] == "]":
-            return tuple(calls)
+            break
         try:
             item, position = decoder.raw_decode(body, position)
         except json.JSONDecodeError as exc:
             if match := _TOOL_PREFIX.match(body[position:]):
                 calls.append(_cut_call(body[position:], match, exc))
-            return tuple(calls)
+            break
         if isinstance(item, dict) and isinstance(item.get("tool"), str):
             calls.append(_call(item))
+    return tuple(calls)
 
 
 def _call(decision: Mapping[str, Any]) -> ToolCall:
@@ -669,7 +670,7 @@ def _partial_string(body: str) -> str:
     """Decode the text of a JSON string cut off before its closing quote."""
     for end in range(len(body), max(len(body) - 8, 0), -1):
         try:
-            return str(json.loads('"' + body[:end].rstrip('"}\n ') + '"')).strip()
+            return str(json.loads('"' + body[:end].rstrip('"}]\n ') + '"')).strip()
         except json.JSONDecodeError:
             continue
     return body.strip()

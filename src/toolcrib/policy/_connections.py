@@ -68,18 +68,27 @@ class SQLiteConnection(_PerProcess[sqlite3.Connection]):
         return _sqlite_connect(self.path)
 
     @contextmanager
-    def tx(self, write: bool = True) -> Iterator[sqlite3.Cursor]:
-        """One transaction, yielding a cursor; with ``write`` it holds the write lock throughout."""
+    def tx(self, write: bool = True, *, synced: bool = True) -> Iterator[sqlite3.Cursor]:
+        """One transaction, yielding a cursor; with ``write`` it holds the write lock throughout.
+        ``synced`` False commits without an fsync (``synchronous=NORMAL`` for this transaction only):
+        durable once committed against a killed process, against a power loss from the connection's
+        next synced commit or checkpoint on (in WAL mode that fsync covers every earlier frame)."""
         with self._lock:
             conn = self._connection()
-            # IMMEDIATE takes the write lock before the first read, so claims are serialised
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if not synced:
+                conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                yield conn.cursor()
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                # IMMEDIATE takes the write lock before the first read, so claims are serialised
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield conn.cursor()
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                if not synced:
+                    conn.execute("PRAGMA synchronous=FULL")
 
     def migrate(self, statements: Sequence[str]) -> None:
         """Run the schema statements in one write transaction."""
