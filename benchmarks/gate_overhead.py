@@ -139,7 +139,7 @@ def main() -> None:
           f"trace) {figures['workspace_gate_read_call_us_p50']:.1f} us = x{figures['workspace_vs_bare']:.2f} "
           f"(floor x2.0); a run's calls after its first: {figures['workspace_gate_later_calls_us_p50']:.1f} us")
     print(f"the audit flush at the end of a run of {args.calls_per_run} READ calls: "
-          f"{figures['run_end_audit_flush_us_p50']:.0f} us (one fsync'd commit for the run's records)")
+          f"{figures['run_end_audit_flush_us_p50']:.0f} us (one commit for the run's records)")
     print(f"plain-Python floor in the same run: {figures['plain_python_floor_us_p50']:.1f} us "
           f"(gate x{figures['ratio_vs_floor']:.2f}); load average {figures['load_avg_1m']:.2f}")
     print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in figures.items()}))

@@ -174,7 +174,9 @@ class Gate:
         """Independent READs run in parallel; anything else runs alone, in the order proposed."""
         results: dict[int, CallOutcome] = {}
         reads = [i for i, c in enumerate(calls) if self._is_read(c)]
-        if reads:
+        if len(reads) == 1:  # the common case: no task for gather to make and schedule
+            results[reads[0]] = await self.run(calls[reads[0]], cctx)
+        elif reads:
             done = await asyncio.gather(*(self.run(calls[i], cctx) for i in reads))
             results.update(zip(reads, done, strict=True))
         for i, call in enumerate(calls):
