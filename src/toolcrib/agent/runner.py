@@ -510,9 +510,12 @@ class Runner:
                 run.messages += [Message("assistant", reply.text), Message("user", prompts.EVIDENCE_REMINDER)]
                 continue
             made = [o.call for o in run.outcomes if o.status != "dropped"]
-            fresh = [c for c in reply.tool_calls if not _same_call(c, made)]
-            for repeat in (c for c in reply.tool_calls if _same_call(c, made)):
-                self._drop(run, repeat, "the run made this call already; its result is above")
+            fresh: list[ToolCall] = []
+            for call in reply.tool_calls:
+                if _same_call(call, made):
+                    self._drop(run, call, "the run made this call already; its result is above")
+                else:
+                    fresh.append(call)
             if not fresh:  # a small model that repeats itself would do so to the round limit: answer now
                 run.tracer.record(EventKind.EVIDENCE_RULE, "Asked for the answer: the model repeated a call",
                                   detail={"reason": "every call it proposed was made before; nothing new to read"})

@@ -585,9 +585,9 @@ def _grammar(schema_text: str) -> Any:
         # an alternative to a list of calls, the answer won too often: the model then answered business
         # questions with invented data); after each call the model closes the list or writes another
         # call (written one per line instead, it never wrote a second: 0 of 4 BFCL parallel entries).
-        required = '"#/$defs/answer"' not in schema_text
+        answers = {"$ref": "#/$defs/answer"} in json.loads(schema_text)["oneOf"]  # not when a call is required
         calls = f'call ("," space call){{0,{_MAX_CALLS - 1}}}'
-        root = f'root ::= "[" space ({calls}{"" if required else " | answer"}) "]" space'
+        root = f'root ::= "[" space ({calls}{" | answer" if answers else ""}) "]" space'
 
         text = "\n".join(line for line in rules.splitlines() if not line.startswith("root ::="))
         return LlamaGrammar.from_string(f"{root}\n{text}", verbose=False)

@@ -232,9 +232,9 @@ class _SQLAuditStore(AuditStore):
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
 
+    @abstractmethod
     def _tx(self, write: bool = True) -> Any:
         """A context manager yielding a cursor; with ``write``, appends are serialised."""
-        return self._db.tx(write)
 
     def _sql(self, text: str) -> str:
         return text
