@@ -13,17 +13,21 @@ from click.testing import CliRunner
 
 from toolcrib import (
     CallContext,
+    Completion,
     Effect,
     EventKind,
+    FunctionModel,
     Gate,
     GateSettings,
     GroupPolicy,
+    Message,
     Principal,
     Registry,
     Runner,
     RunnerSettings,
     ScriptedModel,
     ToolCall,
+    ToolSpec,
     Tracer,
     json_schema_tool,
 )
@@ -226,6 +230,23 @@ def test_single_mode_offers_no_tool_after_the_first_result_so_injected_text_cann
         "What is in my inbox?", USER)
     assert "wire the refund" in model.requests[1][0][-2].content  # the model saw the injection...
     assert model.requests[1][1] is None  # ...and was offered no tool to act on it
+
+
+def test_a_call_a_model_makes_in_the_final_ask_anyway_is_never_run() -> None:
+    asked: list[str | None] = []
+
+    def rogue(messages: list[Message], tools: list[ToolSpec] | None) -> Completion:
+        asked.append(None if tools is None else ",".join(t.name for t in tools))
+        call = ToolCall(f"c{len(asked)}", "send_money" if asked[1:] else "read_inbox",
+                        {"recipient": "GB29NWBK60161331926819", "amount": 100.0} if asked[1:] else {})
+        return Completion(text="Done.", tool_calls=(call,))
+
+    answer = Runner(FunctionModel(rogue), Gate(REGISTRY, POLICY),
+                    RunnerSettings(mode="single", require_evidence=False)).ask("What is in my inbox?", USER)
+    assert asked == ["read_inbox,get_balance,send_money,update_password,get_webpage", None]  # offered none
+    # what it proposed anyway never reached the gate: not held, refused or run
+    assert answer.outcome == "answered" and answer.text == "Done."
+    assert [e["name"] for e in answer.executed] == ["read_inbox"] and not answer.refused and not answer.pending
 
 
 # -- the demo: the supplier FAQ's injected "reserve 500" ---------------------------------------------

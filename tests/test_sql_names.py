@@ -1,14 +1,19 @@
-"""Names written short, and the date parts other dialects have, on a real SQLite file."""
+"""Names written short, filters nobody gave, and the date parts other dialects have, on a real SQLite file."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from toolcrib import CallContext, Gate, GroupPolicy, Principal, Registry, ToolCall, Tracer
+from toolcrib.agent.records import table_answer
 from toolcrib.sql import SQLiteReadOnly
+from toolcrib.sql.tool import SQL_RESOURCE, sql_query
+from toolcrib.tools.grounding import Grounding
 
 
 @pytest.fixture
@@ -52,3 +57,44 @@ def test_year_month_and_day_of_iso_dates(db: SQLiteReadOnly) -> None:
     assert result["rows"] == [[2, 120.0]]
     parts = db.query("SELECT MONTH(signed_on), DAY(signed_on) FROM contracts ORDER BY id")
     assert parts["rows"] == [[3, 1], [1, 10], [2, 1], [None, None]]  # NULL for a missing date
+
+
+# -- filters nobody gave ---------------------------------------------------------------------------
+
+def test_a_query_that_found_nothing_runs_again_without_the_conditions_nobody_gave(db: SQLiteReadOnly) -> None:
+    said = Grounding("What is the combined value of our contracts with Vogel Präzisionsteile?").contains
+    invented = "SELECT SUM(amount) FROM contracts WHERE provider = ? AND signed_on LIKE '2024%' AND id > 10"
+    result = db.query(invented, ["Vogel Präzisionsteile"], grounded=said)
+    # the name the user gave is kept (and resolved); the year and the threshold nobody gave are dropped
+    assert result["rows"] == [[150.0]] and result["resolved"] == {"Vogel Präzisionsteile": "Vogel Präzisionsteile GmbH"}
+    assert result["dropped_filters"] == ["signed_on LIKE '2024%'", "id > 10"]
+    said = Grounding("How many contracts with Harbourline Plastics Ltd?").contains
+    by_param = db.query("SELECT COUNT(*) FROM contracts WHERE amount > ? AND provider = ?",
+                        [500, "Harbourline Plastics Ltd"], grounded=said)
+    assert by_param["rows"] == [[1]] and by_param["dropped_filters"] == ["amount > 500"]
+
+
+def test_conditions_on_what_the_user_said_or_on_small_flags_are_never_dropped(db: SQLiteReadOnly) -> None:
+    said = Grounding("How many contracts did Brennan Logistics Ltd sign in 2027?").contains
+    empty = db.query("SELECT COUNT(*) FROM contracts WHERE provider = 'Brennan Logistics Ltd' AND signed_on LIKE "
+                     "'2027%'", grounded=said)
+    assert empty["rows"] == [[0]] and "dropped_filters" not in empty  # the user's own year found nothing: so be it
+    flag = db.query("SELECT COUNT(*) FROM contracts WHERE amount = 0", grounded=said)  # "none left" is a 0
+    assert flag["rows"] == [[0]] and "dropped_filters" not in flag
+    found = db.query("SELECT COUNT(*) FROM contracts WHERE amount > 60", grounded=said)  # found something: as written
+    assert found["rows"] == [[2]] and "dropped_filters" not in found
+    alone = db.query("SELECT COUNT(*) FROM contracts WHERE provider = 'Nordwind AG'")  # outside a run: as written
+    assert alone["rows"] == [[0]] and "dropped_filters" not in alone
+
+
+def test_the_sql_tool_drops_only_what_the_run_has_not_seen(db: SQLiteReadOnly) -> None:
+    gate = Gate(Registry([sql_query]), GroupPolicy({"analyst": ["sql_query"]}))
+    cctx = CallContext(Principal("ana", groups=frozenset({"analyst"})), Tracer(),
+                       Grounding("Total value of contracts signed in 2026?"), resources={SQL_RESOURCE: db})
+    call = ToolCall("c1", "sql_query", {"query": "SELECT SUM(amount) FROM contracts WHERE signed_on LIKE '2026%' "
+                                                 "AND provider = 'Acme'"})
+    outcome = asyncio.run(gate.run(call, cctx))
+    assert outcome.ok and outcome.payload["data"]["rows"] == [[120.0]]
+    assert outcome.payload["data"]["dropped_filters"] == ["provider = 'Acme'"]
+    assert table_answer("What was the total?", outcome.payload["data"], "sql_query#1") == (
+        "Query result (without the condition nobody asked for: provider = 'Acme'): SUM(amount) 120 [sql_query#1].")

@@ -69,8 +69,9 @@ def record_answer(question: str, lookups: Sequence[LookedUp]) -> str | None:
 def table_answer(question: str, data: Mapping[str, Any], citation: str) -> str | None:
     """The answer code writes from a query's small table result (``{"columns", "rows"}``: at most
     ``_MAX_ROWS`` rows of at most ``_MAX_COLUMNS`` columns, none truncated) for a question that asks for
-    facts: each row's columns and values exactly as returned, and any name the query resolved. None
-    when the question needs the model, or the result is empty or larger."""
+    facts: each row's columns and values exactly as returned, any name the query resolved and any
+    condition dropped from it (``sql.unsaid``). None when the question needs the model, or the result
+    is empty or larger."""
     columns, rows = data.get("columns"), data.get("rows")
     if not _asks_facts(question) or _NEEDS_REASONING.search(question) or data.get("truncated"):
         return None
@@ -84,6 +85,10 @@ def table_answer(question: str, data: Mapping[str, Any], citation: str) -> str |
     body = shown[0] if len(shown) == 1 else " | ".join(f"({i}) {r}" for i, r in enumerate(shown, start=1))
     resolved = data.get("resolved") or {}
     note = "".join(f" ('{k}' read as '{v}')" for k, v in resolved.items()) if isinstance(resolved, dict) else ""
+    dropped = data.get("dropped_filters") or []
+    if isinstance(dropped, list) and dropped:  # conditions on values nobody gave: the reader must know
+        plural = "s" if len(dropped) > 1 else ""
+        note += f" (without the condition{plural} nobody asked for: {'; '.join(map(str, dropped))})"
     rows_said = "" if len(rows) == 1 else f", {len(rows)} rows"
     return f"Query result{rows_said}{note}: {body} [{citation}]."
 

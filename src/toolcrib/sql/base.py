@@ -15,19 +15,22 @@ from typing import Any, ClassVar, NotRequired, TypedDict
 from toolcrib.errors import InvalidArguments
 from toolcrib.sql.guard import CheckedQuery, check_select, fold_allowlist
 from toolcrib.sql.names import is_empty, resolve_names
+from toolcrib.sql.unsaid import Grounded, drop_unsaid_filters
 
 Param = str | int | float | None
 
 
 class QueryResult(TypedDict):
     """What a query returns to the model: at most ``row_cap`` rows and ``max_chars`` of JSON; and,
-    when a text compared in the query was resolved to the one value that contains it, which."""
+    when a text compared in the query was resolved to the one value that contains it, which; when
+    conditions on values nobody gave were dropped from a query that found nothing, which."""
 
     columns: list[str]
     rows: list[list[Any]]
     row_count: int
     truncated: bool
     resolved: NotRequired[dict[str, str]]
+    dropped_filters: NotRequired[list[str]]
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,12 @@ class ReadOnlySQL(ABC):
         """Qualifiers that name the default schema (``main.t`` in SQLite)."""
         return ("main",)
 
-    def query(self, sql: str, params: Sequence[Param] | None = None) -> QueryResult:
-        """Validate, then run one read-only SELECT with bound parameters."""
+    def query(self, sql: str, params: Sequence[Param] | None = None, *,
+              grounded: Grounded | None = None) -> QueryResult:
+        """Validate, then run one read-only SELECT with bound parameters. An empty result is retried
+        with names written short resolved (``names``) and, given ``grounded`` (whether the run has seen a
+        value), without the conditions on values nobody gave (``unsaid``); the first that finds
+        something is returned, saying what it changed."""
         values = _check_params(params)
         checked = self.check(sql)
         if checked.placeholders != len(values):
@@ -103,14 +110,33 @@ class ReadOnlySQL(ABC):
         result = self.execute_unchecked(sql, values)
         if not is_empty(result["rows"]):
             return result
-        relaxed = resolve_names(sql, values, self.dialect, self._containing)
+        again = self._with_names_resolved(sql, values)
+        if again is not None or grounded is None:
+            return again or result
+        relaxed = drop_unsaid_filters(sql, values, self.dialect, grounded)
         if relaxed is None:
             return result
+        sql, values, dropped = relaxed
+        self.check(sql)
+        again = self.execute_unchecked(sql, values)
+        if is_empty(again["rows"]):
+            again = self._with_names_resolved(sql, values) or again
+        if is_empty(again["rows"]):
+            return result
+        again["dropped_filters"] = dropped
+        return again
+
+    def _with_names_resolved(self, sql: str, values: list[Param]) -> QueryResult | None:
+        """The result of ``sql`` with its short names resolved, saying which; None when none was, or it
+        still found nothing."""
+        relaxed = resolve_names(sql, values, self.dialect, self._containing)
+        if relaxed is None:
+            return None
         sql, values, resolved = relaxed
         self.check(sql)
         again = self.execute_unchecked(sql, values)
         if is_empty(again["rows"]):
-            return result
+            return None
         again["resolved"] = resolved
         return again
 

@@ -62,7 +62,8 @@ class CallContext:
     flags: list[str] = field(default_factory=list)  # what the scanner flagged in this run's results
 
     def tool_context(self) -> ToolContext:
-        return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id)
+        return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id,
+                           grounded=self.grounding.contains)
 
 
 class _Result(NamedTuple):

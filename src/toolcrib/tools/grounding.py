@@ -83,6 +83,8 @@ def _spellings(value: Any) -> list[str]:
         return [str(int(value)), f"{value:.2f}", str(value)]
     if isinstance(value, float):
         return [str(value), f"{value:.2f}"]
+    if isinstance(value, int) and abs(value) >= 1000:
+        return [str(value), f"{value:,}"]  # 100000 is also "100,000"
     return [_norm(str(value))]
 
 

@@ -56,6 +56,8 @@ class ToolContext:
     principal: Principal
     resources: Mapping[str, Any] = field(default_factory=dict)
     trace_id: str = ""
+    # whether a value appears in what the run has seen (the request, earlier results); None outside a run
+    grounded: Callable[[Any], bool] | None = None
 
 
 DomainCheck = Callable[[dict[str, Any], ToolContext], None]
