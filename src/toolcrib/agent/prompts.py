@@ -18,9 +18,6 @@ written exactly as the evidence writes them.
 Evidence ids you may cite: {ids}. Cite them in square brackets. If the evidence does not answer
 the question, say so plainly instead of guessing."""
 
-VERSIONS = """The evidence holds more than one version of a document: {versions}
-Say what EACH version says on this question, with its effective date, newest first."""
-
 EVIDENCE_REMINDER = """Your answer did not rest on any tool result or document. This workspace requires
 evidence: call one of the offered tools to look the facts up. If no tool can help, reply with a
 short clarifying question for the user."""
