@@ -327,15 +327,19 @@ def quarantine_values(data: Any, scanner: Scanner) -> tuple[Any, list[Flag]]:
     every flag raised."""
     found: list[Flag] = []
 
-    def clean(value: Any) -> Any:
+    def clean(value: Any) -> Any:  # a list or object with nothing flagged in it is returned as it is
         if isinstance(value, str):
             flags = scanner.scan(value)
+            if not flags:
+                return value
             found.extend(flags)
-            return quarantine(value, flags) if flags else value
+            return quarantine(value, flags)
         if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
+            changed = {k: c for k, v in value.items() if (c := clean(v)) is not v}
+            return {**value, **changed} if changed else value
         if isinstance(value, list):
-            return [clean(v) for v in value]
+            cleaned = [clean(v) for v in value]
+            return cleaned if any(c is not v for c, v in zip(cleaned, value, strict=True)) else value
         return value
 
     return clean(data), found
