@@ -1,5 +1,6 @@
-"""Single mode's planned lookups on the demo workspace (scripted model): code adds the obvious READ
-lookups the model's one call left out, recorded as code's decisions."""
+"""Planned lookups on the demo workspace (scripted model): code adds the obvious READ lookups the
+model's calls left out, recorded as code's decisions (single mode: after its one decision; loop mode:
+when it would answer)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ def ws(tmp_path: Path) -> Path:
     return target
 
 
-def ask(ws: Path, question: str, first: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def ask(ws: Path, question: str, first: dict[str, Any], *, mode: str = "single",
+        replies: tuple[str, ...] = ("Here is what I found.",)) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Ask with a model whose one decision is ``first`` (a call), then answers; the Answer and its trace."""
     script = ws.parent / f"script-{len(list(ws.parent.glob('script-*')))}.yaml"
-    script.write_text(yaml.safe_dump([{"tool_calls": [first]}, "Here is what I found."]), encoding="utf-8")
+    script.write_text(yaml.safe_dump([{"tool_calls": [first]}, *replies]), encoding="utf-8")
     result = CliRunner().invoke(main, ["ask", question, "--model", f"scripted:{script}", "--workspace", str(ws),
-                                       "--mode", "single", "--json"], catch_exceptions=False)
+                                       "--mode", mode, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     answer: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     trace = ws / ".toolcrib" / "traces" / f"{answer['trace_id']}.jsonl"
@@ -100,3 +102,22 @@ def test_a_lookup_is_added_for_what_the_request_asks_and_no_result_holds(ws: Pat
     _, events = ask(ws, "How many FAN-8025 fans are in stock?",
                     {"name": "lookup_stock", "arguments": {"part_number": "FAN-8025"}})
     assert planned(events) == []  # nothing asked that the stock record lacks
+
+
+def test_loop_mode_adds_the_left_out_lookup_when_the_model_would_answer_and_asks_again(ws: Path) -> None:
+    answer, events = ask(ws, "Order ORD-1008 is on hold; how many FUS-T3A15 fuses do we have in stock?",
+                         {"name": "get_order_status", "arguments": {"order_id": "ORD-1008"}}, mode="loop",
+                         replies=("ORD-1008 is on hold.", "ORD-1008 is on hold; the fuse count is above."))
+    assert planned(events) == [("lookup_stock", {"part_number": "FUS-T3A15"})]
+    assert ran(answer)[1:] == [("lookup_stock", {"part_number": "FUS-T3A15"})]
+    # the model answered twice: the answer that came before code's lookup is not the one given
+    decisions = [e for e in events if e["kind"] == "model_decision" and e["decided_by"] == "model"]
+    assert len(decisions) == 3 and answer["text"].startswith("ORD-1008 is on hold; the fuse count")
+
+
+def test_loop_mode_adds_nothing_when_the_calls_found_what_was_asked(ws: Path) -> None:
+    answer, events = ask(ws, "What's the status of order ORD-1001?",
+                         {"name": "get_order_status", "arguments": {"order_id": "ORD-1001"}}, mode="loop",
+                         replies=("ORD-1001 has shipped [get_order_status#1].",))
+    assert planned(events) == [] and ran(answer) == [("get_order_status", {"order_id": "ORD-1001"})]
+    assert answer["text"].startswith("ORD-1001 has shipped")

@@ -115,10 +115,10 @@ class RunnerSettings:
     max_tokens: int = 400
     offer_only_groundable: bool = True  # withhold tools whose required identifier the run has not seen
     search_when_nothing_found: bool = True  # code searches the documents once if no tool found anything
-    plan_lookups: bool = True  # single mode: code adds the obvious lookups the model's one call left out
+    plan_lookups: bool = True  # code adds the obvious lookups the model left out (loop mode: when it would answer)
     small_talk: bool = True  # a greeting, thanks or goodbye is answered by code, with no model call
     record_answers: bool = True  # single mode: facts of records looked up by id are stated by code
-    search_when_unanswered: bool = True  # single mode: code searches the documents for what no result holds
+    search_when_unanswered: bool = True  # code searches the documents for what no result holds (both modes)
     quote_answers: bool = True  # single mode: a fact question the passages answer is quoted by code
 
 
@@ -142,6 +142,7 @@ class _Run:
     tokens_out: int = 0
     model_decisions: int = 0
     reminded: bool = False
+    completed: bool = False  # loop mode: code added what the model's calls left out (once per run)
     code_searched: bool = False
     paused: PausedRun | None = None
     request_flags: list[str] = field(default_factory=list)  # what the scanner flagged in the request itself
@@ -316,11 +317,28 @@ class Runner:
                 run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code from the records", detail={
                     "reason": "the question asks for facts of the records looked up; code states their fields"})
                 return self._finish(run, text, outcome="answered")
-            if (self.settings.search_when_unanswered and self._grounded(run)  # found something, not all
-                    and len(missing := self._unanswered(run)) >= 2):
-                await self._search_documents(run, f"the request asks about {', '.join(sorted(missing))}, "
-                                                  "which no result holds")
+            await self._search_unanswered(run)
         return await self._finish_with_final_ask(run)
+
+    async def _complete_evidence(self, run: _Run) -> bool:
+        """Loop mode, once, when the model would answer from what its calls found: what single mode adds
+        after its one decision (the obvious lookups it left out, a document search for what the request
+        asks and no result holds). Returns whether code added anything (the model then answers again)."""
+        run.completed = True
+        if not all(o.effect == Effect.READ.value for o in run.outcomes if o.status != "dropped"):
+            return False  # a change was made or held: nothing is added around it
+        made = run.calls
+        await self._planned_lookups(run)
+        await self._search_unanswered(run)
+        return run.calls > made
+
+    async def _search_unanswered(self, run: _Run) -> None:
+        """Search the documents (``search_when_unanswered``) when the run's lookups found something, but
+        not what two or more words of the request ask about."""
+        if (self.settings.search_when_unanswered and self._grounded(run)  # found something, not all
+                and len(missing := self._unanswered(run)) >= 2):
+            await self._search_documents(run, f"the request asks about {', '.join(sorted(missing))}, "
+                                              "which no result holds")
 
     def _decided_calls(self, proposed: Sequence[ToolCall]) -> tuple[list[ToolCall], list[tuple[ToolCall, str]]]:
         """The calls single mode makes of the model's one decision, and those it drops with why: a change
@@ -416,7 +434,7 @@ class Runner:
         return table_answer(run.question, data, citation)
 
     async def _planned_lookups(self, run: _Run) -> None:
-        """Single mode: the obvious lookups the model's one call left out, proposed by code. A lookup by
+        """The obvious lookups the model's calls left out, proposed by code. A lookup by
         one identifier (``Tool.lookup_key``) that the request names by what it reads ("how many do we
         have in stock": lookup_stock) and the run has not made, with the identifier of its shape that the
         request holds, or else that exactly one record the run's own tools returned holds when no call
@@ -499,6 +517,8 @@ class Runner:
             reply = self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})")
             if not reply.tool_calls:
                 if self._grounded(run) or not self.settings.require_evidence:
+                    if not run.completed and await self._complete_evidence(run):
+                        continue  # the model answers again, with what code added
                     return self._answer(run, reply.text)
                 if await self._search_documents(run):
                     continue  # the model answers again, now with the passages
