@@ -117,14 +117,11 @@ class ReadOnlySQL(ABC):
         if relaxed is None:
             return result
         sql, values, dropped = relaxed
-        self.check(sql)
-        again = self.execute_unchecked(sql, values)
-        if is_empty(again["rows"]):
-            again = self._with_names_resolved(sql, values) or again
-        if is_empty(again["rows"]):
+        found = self._found(sql, values) or self._with_names_resolved(sql, values)
+        if found is None:
             return result
-        again["dropped_filters"] = dropped
-        return again
+        found["dropped_filters"] = dropped
+        return found
 
     def _with_names_resolved(self, sql: str, values: list[Param]) -> QueryResult | None:
         """The result of ``sql`` with its short names resolved, saying which; None when none was, or it
@@ -133,12 +130,16 @@ class ReadOnlySQL(ABC):
         if relaxed is None:
             return None
         sql, values, resolved = relaxed
+        found = self._found(sql, values)
+        if found is not None:
+            found["resolved"] = resolved
+        return found
+
+    def _found(self, sql: str, values: list[Param]) -> QueryResult | None:
+        """A rewrite of the caller's query, checked again and run; None when it finds nothing."""
         self.check(sql)
-        again = self.execute_unchecked(sql, values)
-        if is_empty(again["rows"]):
-            return None
-        again["resolved"] = resolved
-        return again
+        result = self.execute_unchecked(sql, values)
+        return None if is_empty(result["rows"]) else result
 
     def _containing(self, table: str, column: str, text: str) -> list[str]:
         """Up to two distinct text values of ``column`` in ``table`` that contain ``text``."""
