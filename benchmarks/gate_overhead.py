@@ -55,17 +55,25 @@ def _p50(values: list[float], n: int) -> float:
     return statistics.median(values[n // 10:])
 
 
-async def bare_gate(n: int, calls_per_run: int) -> list[float]:
-    gate = Gate(Registry([get_order_status]), GroupPolicy({"support": ["get_order_status"]}))
-    cctx = CallContext(PRINCIPAL, Tracer(), Grounding(QUESTION))
-    out: list[float] = []
-    for i in range(n):
-        if i % calls_per_run == 0:  # runs as the workspace gate's: a run's first call grounds a new result
-            cctx = CallContext(PRINCIPAL, Tracer(), Grounding(QUESTION))
+def _runs(n: int, calls_per_run: int) -> list[int]:
+    """How many calls each run makes: ``n`` calls in runs of ``calls_per_run`` (the last one shorter)."""
+    return [min(calls_per_run, n - first) for first in range(0, n, calls_per_run)]
+
+
+async def _run(gate: Gate, cctx: CallContext, calls: int, out: list[float]) -> None:
+    """One run's READ calls through ``gate``, each timed into ``out``."""
+    for _ in range(calls):
         start = time.perf_counter_ns()
         outcome = await gate.run(CALL, cctx)
         out.append((time.perf_counter_ns() - start) / 1000)
         assert outcome.ok
+
+
+async def bare_gate(n: int, calls_per_run: int) -> list[float]:
+    gate = Gate(Registry([get_order_status]), GroupPolicy({"support": ["get_order_status"]}))
+    out: list[float] = []
+    for calls in _runs(n, calls_per_run):  # runs as the workspace gate's: a run's first call grounds a new result
+        await _run(gate, CallContext(PRINCIPAL, Tracer(), Grounding(QUESTION)), calls, out)
     return out
 
 
@@ -74,23 +82,16 @@ async def workspace_gate(n: int, calls_per_run: int, state: Path) -> tuple[list[
     gate = Gate(Registry([get_order_status]), GroupPolicy({"support": ["get_order_status"]}), audit=audit,
                 scanner=PatternScanner())
     exporter = JsonlExporter(state / "traces")
-    calls: list[float] = []
+    out: list[float] = []
     flushes: list[float] = []
-    cctx = CallContext(PRINCIPAL, Tracer([exporter]), Grounding(QUESTION))
-    for i in range(n):
-        if i % calls_per_run == 0:
-            cctx = CallContext(PRINCIPAL, Tracer([exporter]), Grounding(QUESTION))  # a run: its own trace file
-        start = time.perf_counter_ns()
-        outcome = await gate.run(CALL, cctx)
-        calls.append((time.perf_counter_ns() - start) / 1000)
-        assert outcome.ok
-        if (i + 1) % calls_per_run == 0:  # the run ends: its READ records are durable before it returns
-            start = time.perf_counter_ns()
-            audit.flush()
-            flushes.append((time.perf_counter_ns() - start) / 1000)
+    for calls in _runs(n, calls_per_run):  # a run: its own trace file
+        await _run(gate, CallContext(PRINCIPAL, Tracer([exporter]), Grounding(QUESTION)), calls, out)
+        start = time.perf_counter_ns()  # the run ends: its READ records are durable before it returns
+        audit.flush()
+        flushes.append((time.perf_counter_ns() - start) / 1000)
     exporter.flush()  # the runs' trace lines are written before their folder goes
     audit.close()
-    return calls, flushes
+    return out, flushes
 
 
 async def plain_floor(n: int) -> list[float]:

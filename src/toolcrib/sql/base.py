@@ -110,10 +110,10 @@ class ReadOnlySQL(ABC):
         result = self.execute_unchecked(sql, values)
         if not is_empty(result["rows"]):
             return result
-        again = self._with_names_resolved(sql, values)
-        if again is not None or grounded is None:
-            return again or result
-        relaxed = drop_unsaid_filters(sql, values, self.dialect, grounded)
+        resolved = self._with_names_resolved(sql, values)
+        if resolved is not None:
+            return resolved
+        relaxed = drop_unsaid_filters(sql, values, self.dialect, grounded) if grounded is not None else None
         if relaxed is None:
             return result
         sql, values, dropped = relaxed
