@@ -431,23 +431,27 @@ class Workspace:
                                threshold=cfg.min_score if cfg.min_score is not None else DEFAULT_THRESHOLD)
 
     def ensure_index(self) -> Index:
-        """The workspace index, built from the documents first when it is missing or laid out by an earlier
-        toolcrib. Front ends call it before a run, so a first search does not spend its tool's time limit
-        building the index."""
+        """The workspace index, built from the documents first when it is missing, laid out by an earlier
+        toolcrib or built with another embedder (whose vectors its queries could not be compared with).
+        Front ends call it before a run, so a first search does not spend its tool's time limit building
+        the index."""
         from toolcrib.retrieval import IndexSettings
 
         index = self.index()
 
-        def stale() -> bool:
+        def outdated() -> bool:
             settings = index.settings()
-            return ((settings is None or settings.layout != IndexSettings.layout)
-                    and self.documents_dir is not None and self.documents_dir.exists())
+            current = (settings is not None and settings.layout == IndexSettings.layout
+                       and settings.embedder == self.embedder.id)
+            return not current and self.documents_dir is not None and self.documents_dir.exists()
 
-        if stale():
+        if outdated():
             with _building(self.state_dir / ".index.lock"):  # one builder, across threads and processes
-                if stale():
-                    print("Indexing the workspace documents (first use only)…", file=sys.stderr)
-                    self.ingest(index=index)  # the same index object sees the new commit
+                if outdated():
+                    first = index.settings() is None
+                    print("Indexing the workspace documents (first use only)…" if first else
+                          "Rebuilding the workspace index (built by an earlier toolcrib)…", file=sys.stderr)
+                    self.ingest(index=index, reindex=not first)  # the same index object sees the new commit
         return index
 
     # -- assembling a run -------------------------------------------------------------------------
