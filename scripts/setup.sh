@@ -20,6 +20,28 @@ fi
 # llama.cpp builds from source; the multimodal part is not needed (build ~3x faster without it). A
 # portable AVX2 build, not -march=native: on CPUs with AMX, ggml's AMX kernels crash (SIGSEGV) wherever the
 # kernel does not grant AMX state to the process, as in sandboxes and some containers.
-export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON}"
+PORTABLE="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+# Where this CPU has AVX-512 with VNNI and BF16, that build adds them (still no AMX): the model reads a
+# prompt 1.8x faster (67 -> 120 tokens/s on 2 cores). pip caches a built wheel by version alone, so a
+# wheel for these instructions never goes through pip's cache, where a CPU without them would find
+# it: it is built once into a folder named after the instructions and installed from there.
+AVX512="-DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON"
+cpu_has() {
+  local flags
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  for flag in "$@"; do [[ "$flags" == *" $flag "* ]] || return 1; done
+}
+if [ -z "${CMAKE_ARGS:-}" ] && cpu_has avx512f avx512cd avx512vl avx512dq avx512bw avx512vbmi avx512_vnni \
+    avx512_bf16 avx_vnni; then
+  llama=$(sed -n 's/.*"llama-cpp-python==\([^"]*\)".*/\1/p' pyproject.toml)
+  wheels="${XDG_CACHE_HOME:-$HOME/.cache}/toolcrib/wheels/x86-64-avx512-vnni-bf16"
+  if ! ls "$wheels"/llama_cpp_python-"$llama"-*.whl >/dev/null 2>&1; then
+    echo "building llama.cpp for this CPU's AVX-512 (once; minutes)..." >&2
+    CMAKE_ARGS="$PORTABLE $AVX512" .venv/bin/python -m pip wheel -q --no-deps --no-cache-dir -w "$wheels" \
+      "llama-cpp-python==$llama"
+  fi
+  .venv/bin/python -m pip install -q --no-deps --force-reinstall "$wheels"/llama_cpp_python-"$llama"-*.whl
+fi
+export CMAKE_ARGS="${CMAKE_ARGS:-$PORTABLE}"
 .venv/bin/python -m pip install -q -e ".[test,postgres]"
 echo "toolcrib is installed in .venv (try: .venv/bin/toolcrib --help)" >&2

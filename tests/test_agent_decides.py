@@ -126,6 +126,21 @@ def test_a_figure_about_a_name_no_evidence_mentions_is_removed() -> None:
     assert "389" in ours.text  # a name the question holds is only checked in a sentence that states it
 
 
+def test_figures_from_documents_that_never_name_what_was_asked_about_are_removed() -> None:
+    """The competitor's price answered with our own module's, without naming the competitor."""
+    manual = EvidenceLedger()
+    manual.add(CallOutcome(ToolCall("c1", "vector_search", {"query": "30 V bench supply price"}), "ok", {
+        "ok": True, "data": {"passages": [{"citation": "manual#c4", "title": "Lab Bench Manual",
+                                           "text": "The PSU-4030 module supplies 0-30 V at up to 4.0 A; €298.00."}],
+                             "sufficient": True, "searched": "30 V bench supply price"}}))
+    question = "What does our competitor Brightline Scientific charge for a 30 V bench supply?"
+    review = manual.review("The PSU-4030 module supplies 0-30 V and costs €298.00 [manual#c4].", question)
+    assert review.nothing_supported and "Brightline Scientific, named in no evidence" in review.flags[0]
+    ours = manual.review("The PSU-4030 module costs €298.00 [manual#c4].", "What does the PSU-4030 cost in EUR?")
+    assert "298" in ours.text  # an identifier or a code the documents do not spell out is not such a name
+    assert "298" in manual.review("It costs €298.00 [manual#c4].", "What does the Bench module cost?").text
+
+
 @tool
 def count_contracts(region: str) -> dict[str, Any]:
     """Count the contracts of a region and sum their value (a query: a table of columns and rows)."""

@@ -230,14 +230,22 @@ class EvidenceLedger:
         or that give a figure for an identifier no item gives it for ("HLV-2200 costs $52.00", the price
         of HLV-2205), or that assert what a cited result says is false ("the live reading" of a
         ``"live": false`` result), or that state a figure about a name the question asks about and no evidence mentions
-        (a competitor's price "from" a passage about our own product); and each removed sentence with why."""
+        (a competitor's price "from" a passage about our own product), or any figure at all when every name
+        the question asks about is missing from documents that are all the evidence (the price of our own
+        supply given for a competitor's); and each removed sentence with why."""
         kept: list[str] = []
         removed: list[tuple[str, str]] = []
         asked = _Facts.of(question, evidence=True)
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
         held = {cid: _Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
         named = everything.casefold()
-        unknown = [n for n in names(question) if n.casefold() not in named]
+        asked_names = names(question)
+        unknown = [n for n in asked_names if n.casefold() not in named]
+        # every proper name the request asks about (not an identifier or a code such as EUR) is absent
+        # from documents that are all the evidence: a figure from them is about something else
+        elsewhere = (bool(unknown) and len(unknown) == len(asked_names)
+                     and all(any(c.islower() for c in n) for n in unknown)
+                     and all(item.kind in ("passage", "web") for item in self.items.values()))
         for sentence in _SENTENCES.split(text):
             ids = [c for c in _CITED.findall(sentence) if c in self.texts]
             cited = "\n".join(self._shown(c) for c in ids)
@@ -248,7 +256,9 @@ class EvidenceLedger:
             why = (f"{missing} is not in the evidence" if missing else self._unrelated(facts, asked, items)
                    or _contradiction(claim, cited or everything))
             if not why and (facts.identifiers or facts.figures):
-                why = next((f"'{n}' is named in no evidence" for n in unknown if n.casefold() in claim.casefold()), "")
+                why = next((f"'{n}' is named in no evidence" for n in unknown if n.casefold() in claim.casefold()),
+                           f"the request asks about {' and '.join(unknown)}, named in no evidence" if elsewhere
+                           else "")
             if why:
                 removed.append((sentence.strip(), why))
             else:
