@@ -141,3 +141,24 @@ def test_a_request_asking_more_than_its_records_hold_gets_the_documents_searched
     assert ask("Has order ORD-1001 shipped yet?")[1] == ["get_order_status"]  # all it asks, the record holds
     assert ask("Has order ORD-1001 shipped, and how many days do I have to return its items?",
                search_when_unanswered=False)[1] == ["get_order_status"]
+
+
+@tool
+def contracts_query(query: str) -> dict[str, Any]:
+    """Run a read-only SQL query over the contracts table."""
+    return {"columns": ["total_value", "delivery_lead_time"], "rows": [[212500, 2025]], "row_count": 1,
+            "truncated": False, "claimed": {"delivery_lead_time": "MAX(year)"}}
+
+
+def test_a_query_column_named_for_what_it_does_not_compute_is_not_stated_and_its_words_are_searched() -> None:
+    """"MAX(year) AS delivery_lead_time" must not become "delivery_lead_time 2025" in code's answer."""
+    call = {"tool_calls": [{"name": "contracts_query", "arguments": {"query": "SELECT ..."}}]}
+    model = ScriptedModel([call, "The total is 212500 [contracts_query#1]; delivery takes 6 weeks [returns#c2]."])
+    tracer = Tracer()
+    gate = Gate(Registry([contracts_query, search_docs]), GroupPolicy({"support": ["*"]}))
+    question = "What is the total value of contract KC-2025-001 and how long is its delivery lead time?"
+    answer = Runner(model, gate, tracer_factory=lambda: tracer).ask(question, USER)
+    assert [o["name"] for o in answer.executed] == ["contracts_query", "search_docs"]
+    assert len(model.requests) == 2 and "delivery_lead_time 2025" not in answer.text  # the model answered
+    search = next(e for e in tracer.events if e.kind == EventKind.CODE_SEARCH)
+    assert "lead" in search.detail["reason"] and "deliver" in search.detail["reason"]

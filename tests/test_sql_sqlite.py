@@ -62,6 +62,14 @@ def test_answers_a_parameterized_select(db: SQLiteReadOnly) -> None:
                       "row_count": 2, "truncated": False}
 
 
+def test_a_column_named_for_what_it_does_not_compute_is_reported_with_its_expression(db: SQLiteReadOnly) -> None:
+    result = db.query("SELECT SUM(total) AS order_value, MAX(id) AS delivery_days, count(*) AS order_count "
+                      "FROM orders WHERE customer_id = 1")
+    assert result["rows"] == [[6500.0, 50, 25]]
+    assert result["claimed"] == {"delivery_days": "MAX(id)"}
+    assert "claimed" not in db.query("SELECT SUM(total) AS total_value, count(*) AS orders FROM orders")
+
+
 def test_caps_rows_and_marks_truncation(db: SQLiteReadOnly) -> None:
     result = db.query("SELECT id FROM orders ORDER BY id")
     assert result["row_count"] == 10 and result["truncated"] is True

@@ -75,6 +75,8 @@ def table_answer(question: str, data: Mapping[str, Any], citation: str) -> str |
     columns, rows = data.get("columns"), data.get("rows")
     if not _asks_facts(question) or _NEEDS_REASONING.search(question) or data.get("truncated"):
         return None
+    if data.get("claimed"):  # a column named for what it does not compute: not code's to state
+        return None
     if (not isinstance(columns, list) or not isinstance(rows, list) or not 0 < len(rows) <= _MAX_ROWS
             or not 0 < len(columns) <= _MAX_COLUMNS or any(not isinstance(r, list) or len(r) != len(columns)
                                                            for r in rows)):
@@ -114,6 +116,17 @@ def unanswered_words(question: str, lookups: Sequence[LookedUp]) -> set[str]:
         text = json.dumps(item.record, ensure_ascii=False, default=str).replace("_", " ")
         covered |= stems(f"{item.tool.name.replace('_', ' ')} {item.tool.description} {text}")
     return stems(question) - _ASKING - covered
+
+
+def unanswered_by_query(question: str, tool: Tool, data: Mapping[str, Any]) -> set[str]:
+    """The content words of ``question`` that a query's result does not hold, each column that is named
+    for what it does not compute (``claimed``) read as its expression: "delivery_lead_time" holds no
+    lead time when it is ``MAX(year)``."""
+    claimed = data.get("claimed") or {}
+    shown = {k: v for k, v in data.items() if k != "claimed"}
+    shown["columns"] = [claimed.get(c, c) for c in data.get("columns") or []]
+    text = json.dumps(shown, ensure_ascii=False, default=str).replace("_", " ")
+    return stems(question) - _ASKING - stems(f"{tool.name.replace('_', ' ')} {tool.description} {text}")
 
 
 def _flat(record: Any) -> bool:

@@ -18,7 +18,7 @@ from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
 from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
 from toolcrib.agent.quotes import asks, asks_documents, quoted_answer
-from toolcrib.agent.records import LookedUp, record_answer, table_answer, unanswered_words
+from toolcrib.agent.records import LookedUp, record_answer, table_answer, unanswered_by_query, unanswered_words
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
@@ -406,10 +406,19 @@ class Runner:
         return lookups
 
     def _unanswered(self, run: _Run) -> set[str]:
-        """What the request asks beyond the records the run looked up by identifier (``unanswered_words``);
-        nothing when a call was anything else (a query's figures need not repeat the request's words)."""
+        """What the request asks beyond the records the run looked up by identifier (``unanswered_words``),
+        or beyond its one query's result when a column of it is named for what it does not compute
+        (``unanswered_by_query``); nothing when a call was anything else (a query's figures need not
+        repeat the request's words)."""
         lookups = self._lookups(run)
-        return unanswered_words(run.question, lookups) if lookups else set()
+        if lookups:
+            return unanswered_words(run.question, lookups)
+        found = [o for o in run.outcomes if o.ok]
+        data = found[0].payload.get("data") if len(found) == 1 else None
+        tool = self.gate.registry.get(found[0].call.name) if found else None
+        if tool is None or not isinstance(data, dict) or not data.get("claimed"):
+            return set()
+        return unanswered_by_query(run.question, tool, data)
 
     def _record_answer(self, run: _Run) -> str | None:
         """``records.record_answer`` when every call of the run was a successful lookup by identifier of

@@ -23,7 +23,8 @@ Param = str | int | float | None
 class QueryResult(TypedDict):
     """What a query returns to the model: at most ``row_cap`` rows and ``max_chars`` of JSON; and,
     when a text compared in the query was resolved to the one value that contains it, which; when
-    conditions on values nobody gave were dropped from a query that found nothing, which."""
+    conditions on values nobody gave were dropped from a query that found nothing, which; when an
+    output column is named for what its expression does not read, its expression (``claimed``)."""
 
     columns: list[str]
     rows: list[list[Any]]
@@ -31,6 +32,7 @@ class QueryResult(TypedDict):
     truncated: bool
     resolved: NotRequired[dict[str, str]]
     dropped_filters: NotRequired[list[str]]
+    claimed: NotRequired[dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,12 @@ class ReadOnlySQL(ABC):
                 f"the query has {checked.placeholders} placeholder(s) but {len(values)} param(s) "
                 f"were given; {self.placeholder_hint}"
             )
+        result = self._with_retries(sql, values, grounded)
+        if checked.claimed:  # "MAX(year) AS delivery_lead_time": the reader must know what was computed
+            result["claimed"] = dict(checked.claimed)
+        return result
+
+    def _with_retries(self, sql: str, values: list[Param], grounded: Grounded | None) -> QueryResult:
         result = self.execute_unchecked(sql, values)
         if not is_empty(result["rows"]):
             return result

@@ -5,13 +5,14 @@ guards (authorizer, role, read-only transaction) stand behind it in case it is e
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
 from toolcrib.errors import InvalidArguments, NotPermitted
+from toolcrib.sql.labels import claimed_labels
 
 MAX_QUERY_CHARS = 20_000
 _MAX_VIEW_DEPTH = 16
@@ -43,10 +44,12 @@ _QUERY_ROOTS = (exp.Select, exp.SetOperation, exp.Subquery)
 
 @dataclass(frozen=True)
 class CheckedQuery:
-    """What the static check learned: the base tables read and the number of placeholders."""
+    """What the static check learned: the base tables read, the number of placeholders, and the output
+    columns named for what their expression does not read (``labels.claimed_labels``)."""
 
     tables: frozenset[str]
     placeholders: int
+    claimed: Mapping[str, str] = field(default_factory=dict)
 
 
 def fold_name(name: str, *, quoted: bool, dialect: str) -> str:
@@ -84,7 +87,8 @@ def check_select(
     qualifiers = frozenset(fold_name(s, quoted=True, dialect=dialect)
                            for s in (schemas if schemas is not None else _default_schemas(dialect)))
     tables = _base_tables(tree, allowed, folded_views, qualifiers, dialect, seen=())
-    return CheckedQuery(tables=frozenset(tables), placeholders=_count_placeholders(tree))
+    return CheckedQuery(tables=frozenset(tables), placeholders=_count_placeholders(tree),
+                        claimed=claimed_labels(tree, dialect))
 
 
 def _default_schemas(dialect: str) -> tuple[str, ...]:
