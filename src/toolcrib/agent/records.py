@@ -125,8 +125,7 @@ def unanswered_by_query(question: str, tool: Tool, data: Mapping[str, Any]) -> s
     claimed = data.get("claimed") or {}
     shown = {k: v for k, v in data.items() if k != "claimed"}
     shown["columns"] = [claimed.get(c, c) for c in data.get("columns") or []]
-    text = json.dumps(shown, ensure_ascii=False, default=str).replace("_", " ")
-    return stems(question) - _ASKING - stems(f"{tool.name.replace('_', ' ')} {tool.description} {text}")
+    return unanswered_words(question, [LookedUp(tool, "", shown, "")])
 
 
 def _flat(record: Any) -> bool:
