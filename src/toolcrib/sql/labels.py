@@ -9,14 +9,13 @@ hold, so that code does not state them as facts, nor count their words as answer
 
 from __future__ import annotations
 
-import re
-
 from sqlglot import exp
 
+from toolcrib.tools.grounding import stems
+
 # what any computed column may be called, whatever it reads
-_GENERIC = frozenset({"total", "sum", "count", "number", "num", "cnt", "avg", "average", "mean", "min", "minimum",
-                      "max", "maximum", "value", "amount", "result", "all", "per", "the", "and", "first", "last",
-                      "latest", "earliest", "highest", "lowest"})
+_GENERIC = stems("total sum count number num cnt avg average mean min minimum max maximum value amount result "
+                 "all per the and first last latest earliest highest lowest")
 
 
 def claimed_labels(tree: exp.Expression, dialect: str) -> dict[str, str]:
@@ -24,24 +23,19 @@ def claimed_labels(tree: exp.Expression, dialect: str) -> dict[str, str]:
     names something its expression does not read."""
     if not isinstance(tree, exp.Select):
         return {}
-    tables = {_word(t.name) for t in tree.find_all(exp.Table)}
+    tables = _words(" ".join(t.name for t in tree.find_all(exp.Table)))
     claimed: dict[str, str] = {}
     for selected in tree.expressions:
         if not isinstance(selected, exp.Alias) or isinstance(selected.this, exp.Column):
             continue  # a plain column renamed is the model's label for a real column: "price AS cost"
-        read = tables | {_word(part) for column in selected.this.find_all(exp.Column)
-                         for part in _words(column.name)}
-        said = [w for w in _words(selected.alias) if w not in _GENERIC]
-        if any(not any(w.startswith(r) or r.startswith(w) for r in read if r) for w in said):
+        read = tables | _words(" ".join(column.name for column in selected.this.find_all(exp.Column)))
+        said = _words(selected.alias) - _GENERIC
+        # "temp" is read in "temperature": a word counts as read when it starts one read, or one starts it
+        if any(not any(w.startswith(r) or r.startswith(w) for r in read) for w in said):
             claimed[selected.alias] = selected.this.sql(dialect=dialect)
     return claimed
 
 
-def _words(name: str) -> list[str]:
-    return [_word(w) for w in re.findall(r"[a-z]+", name.lower()) if len(w) > 2]
-
-
-def _word(word: str) -> str:
-    """A crude stem, enough to match "contracts" with "contract_count"."""
-    word = word.lower()
-    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+def _words(names: str) -> set[str]:
+    """The stems of the words of SQL names ("delivery_lead_time": deliver..., lead, tim), three letters or more."""
+    return {w for w in stems(names.replace("_", " ")) if len(w) > 2}
