@@ -109,6 +109,10 @@ def test_a_bulk_load_builds_the_hnsw_graph_once_and_searches_the_same(pg_dsn: st
         # the graph exists after the load (built once, not row by row) and the ACL still filters inside it
         assert index._run(lambda cur: cur.execute("SELECT to_regclass('bulk_chunks_hnsw') IS NOT NULL")
                           .fetchone()[0]) is True
+        # and the planner has the table's statistics at once (without them it sorted every row an ACL
+        # admits instead of walking the graph)
+        assert index._run(lambda cur: cur.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'bulk_chunks' "
+                                                  "AND attname = 'access'").fetchone()[0]) == 1
         [hit] = index.search_dense(vectors[1001], ["lab"], 1)
         assert hit.chunk.meta.doc_id == "b1001"
         assert all(h.chunk.meta.access == ("lab",) for h in index.search_dense(vectors[1000], ["lab"], 5))
@@ -130,3 +134,24 @@ def test_a_failed_apply_leaves_the_previous_state(pg_dsn: str, embedder: OnnxMin
             index.apply(IndexChanges(settings=settings, chunks=[Chunk(meta, "c1", "new text")], vectors=bad,
                                      replace=["keep"], delete=["keep"]))
         assert [h.chunk.text for h in index.search_exact("text", ["*"], 5)] == ["kept text"]
+
+
+def test_an_older_tables_words_only_index_is_replaced_on_the_next_change(pg_dsn: str,
+                                                                          embedder: OnnxMiniLMEmbedder) -> None:
+    settings = index_settings(embedder, FixedChunker())
+    vector = np.ones((1, 384), dtype=np.float32) / np.sqrt(384)
+    with PgVectorIndex(pg_dsn, name="older") as index:
+        index.apply(IndexChanges(settings=settings, chunks=[Chunk(DocumentMeta("a", "A", "a.md", "h", access=("lab",)),
+                                                                  "c1", "calibration of the probes")],
+                                 vectors=vector, replace=["a"]))
+        # the layout before the words and the ACL shared one GIN index
+        index._run(lambda cur: (cur.execute("DROP INDEX older_chunks_tsv_access"),
+                                cur.execute("CREATE INDEX older_chunks_tsv ON older_chunks USING gin (tsv)")))
+        assert [h.chunk.meta.doc_id for h in index.search_text("probes", ["lab"], 5)] == ["a"]
+        index.apply(IndexChanges(settings=settings, chunks=[Chunk(DocumentMeta("b", "B", "b.md", "h", access=("hr",)),
+                                                                  "c1", "probes for payroll")],
+                                 vectors=vector, replace=["b"]))
+        names = index._run(lambda cur: cur.execute("SELECT to_regclass('older_chunks_tsv'), "
+                                                   "to_regclass('older_chunks_tsv_access')").fetchone())
+        assert names[0] is None and names[1] is not None
+        assert [h.chunk.meta.doc_id for h in index.search_text("probes", ["lab"], 5)] == ["a"]
