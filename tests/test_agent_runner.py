@@ -378,3 +378,26 @@ def test_a_search_result_is_shown_to_the_model_as_compact_text_not_json() -> Non
     assert shown.startswith('<tool_result tool="search_policies"')
     assert "[returns-v2#c2] Returns Policy, version 2.0, effective 2025-07-01\nOpened products: 14 days." in shown
     assert "returns-policy exists in several versions" in shown and '"citation"' not in shown
+
+
+@tool(tags=("retrieval",))
+def search_contracts(query: str) -> dict[str, Any]:
+    """Search the supply contracts."""
+    return {"passages": [
+        {"citation": "contract-vogel#c8", "title": "Supply Agreement with Vogel GmbH",
+         "text": "7.1 Prices may be revised once a year in line with the HICP, by at most 4%."},
+        {"citation": "contract-tamarack#c8", "title": "Supply Agreement with Tamarack Inc.",
+         "text": "7.1 Prices may be adjusted once in twelve months by the change in the CPI, by at most 3%."}]}
+
+
+def test_the_final_ask_of_a_question_about_several_parties_or_things_asks_for_each_in_turn() -> None:
+    def final_ask(question: str) -> str:  # a yes/no question: the model answers, not a quote
+        model = ScriptedModel([call("search_contracts", query="price revision"), "Yes [contract-vogel#c8]."])
+        gate = Gate(Registry([search_contracts]), GroupPolicy({"support": ["*"]}))
+        Runner(model, gate, RunnerSettings(mode="single"), tracer_factory=tracer).ask(question, USER)
+        return str(model.requests[1][0][-1].content)
+
+    assert "each of: Vogel; Tamarack" in final_ask("Can Vogel and Tamarack raise their prices?")
+    assert "each of" not in final_ask("Can Vogel raise its prices?")  # one party: nothing to split
+    two = final_ask("Can Vogel raise its prices, and when must it tell us?")
+    assert "asks 2 things: (1) Can Vogel raise its prices; (2) when must it tell us?" in two

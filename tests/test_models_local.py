@@ -227,6 +227,7 @@ def test_pydantic_schemas_with_defs_and_unsupported_keywords_become_a_strict_gra
     assert '"\\"reserve\\""' in gbnf and '"\\"high\\""' in gbnf and '"\\"city\\""' in gbnf
     assert "answer" in gbnf
     assert "answer" not in _grammar(_decision_schema_text([spec], True))._grammar
+    assert '"99"' in gbnf and '"100"' not in gbnf  # quantity: 1 to 99, the bounds a grammar now holds
 
 
 @pytest.mark.slow

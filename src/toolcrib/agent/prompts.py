@@ -18,6 +18,10 @@ written exactly as the evidence writes them.
 Evidence ids you may cite: {ids}. Cite them in square brackets. If the evidence does not answer
 the question, say so plainly instead of guessing."""
 
+EVERY_ASK = "The question asks {count} things: {asks}. Answer every one of them."
+
+FOR_EACH = "The question asks about each of: {names}. Answer for each of them in turn, from its own evidence."
+
 EVIDENCE_REMINDER = """Your answer did not rest on any tool result or document. This workspace requires
 evidence: call one of the offered tools to look the facts up. If no tool can help, reply with a
 short clarifying question for the user."""

@@ -45,6 +45,8 @@ _WHEN_ASK = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b", re.IGNORECASE
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _DATE = re.compile(rf"\b(?:19|20)\d\d\b|\b\d{{1,2}}:\d\d\b|\b{_MONTH}\s+\d|\b\d{{1,2}}\s+{_MONTH}|"
                    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
+# what separates the names of a list: "Vogel and Tamarack", "Vogel's, Aurora's or Tamarack's"
+_LISTED = re.compile(r"(?:['’]s)?\s*(?:,\s*(?:and\s+|or\s+)?|and|or|&|vs\.?|versus)\s*", re.IGNORECASE)
 # an identifier as users type it: short ones (P2, CH1) and lower case too
 _IDENTIFIER = re.compile(r"\b[A-Za-z]{1,6}-?\d[A-Za-z0-9-]*\b")
 
@@ -113,8 +115,7 @@ def _targets(question: str, passages: Sequence[CitedPassage]) -> list[tuple[str,
     according to our documents"): the ask among each such document's passages, best first. Else each
     ask among the passages holding every identifier of the question (a later ask often names its
     subject only as "it": "... and how often should it be replaced?")."""
-    named = [(n, among) for n in names(question) if not _IDENTIFIER.fullmatch(n)
-             if (among := [p for p in passages if n.casefold() in f"{p.title}\n{p.text}".casefold()])]
+    named = _named(question, passages)
     if len(named) >= 2:
         bare = _without(question, {n for n, _ in named})
         return [(bare, among, False) for _, among in named]
@@ -124,6 +125,28 @@ def _targets(question: str, passages: Sequence[CitedPassage]) -> list[tuple[str,
     if len(parts) == 1 and _IDENTIFIER.search(question) and len(documents) >= 2:
         return [(parts[0], [p for p in holding if p.doc_id == doc], k > 0) for k, doc in enumerate(documents)]
     return [(ask, holding, False) for ask in parts]
+
+
+def compared(question: str, passages: Sequence[CitedPassage]) -> list[str]:
+    """The names ``question`` lists together ("Vogel and Tamarack", "A, B or C") that passages mention,
+    when there are two or more: each needs its own answer. Not the words of one title ("The Art of
+    Electronics")."""
+    group: list[str] = []
+    for name, _ in _named(question, passages):
+        if group:
+            last = group[-1]
+            if not _LISTED.fullmatch(question[question.find(last) + len(last):question.find(name)]):
+                if len(group) >= 2:
+                    break
+                group = []
+        group.append(name)
+    return group if len(group) >= 2 else []
+
+
+def _named(question: str, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage]]]:
+    """Each name of ``question`` (not an identifier) with the passages that mention it, where some do."""
+    return [(n, among) for n in names(question) if not _IDENTIFIER.fullmatch(n)
+            if (among := [p for p in passages if n.casefold() in f"{p.title}\n{p.text}".casefold()])]
 
 
 def _names_all(ask: str, text: str) -> bool:

@@ -17,7 +17,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
 from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
-from toolcrib.agent.quotes import asks, asks_documents, quoted_answer
+from toolcrib.agent.quotes import asks, asks_documents, compared, quoted_answer
 from toolcrib.agent.records import LookedUp, record_answer, table_answer, unanswered_by_query, unanswered_words
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
@@ -664,6 +664,12 @@ class Runner:
         # what each version of a conflicting document says is quoted by code under the answer (the
         # review's note), not restated by the model: asked to, it wrote 300-400 tokens (~25 s on 2 cores)
         ask = prompts.FINAL.format(question=run.question, ids=ids)
+        # a small model answers the first of several things asked, or for the first of several parties
+        if each := compared(run.question, list(run.evidence.passages.values())):
+            ask += "\n" + prompts.FOR_EACH.format(names="; ".join(each))
+        elif len(parts := asks(run.question)) >= 2:
+            ask += "\n" + prompts.EVERY_ASK.format(count=len(parts), asks="; ".join(
+                f"({i}) {part}" for i, part in enumerate(parts, 1)))
         run.messages.append(Message("user", ask))
         final = self._complete(run, None, decided_by="code", title="Ask for a final answer")
         return self._answer(run, final.text)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import re
 import threading
 import time
@@ -557,11 +558,28 @@ def _sanitize(schema: Any) -> Any:
             out[key] = value
         else:
             out[key] = _sanitize(value)
+    if out.get("type") == "integer" and "enum" not in out and (choices := _integer_range(schema)) is not None:
+        out["enum"] = choices  # the converter ignores bounds: "top_k": 100 was proposed for at most 20
     if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
         out["additionalProperties"] = False
     if out.get("items") is True or out.get("items") == {}:  # any items: the converter wants them left out
         del out["items"]
     return out
+
+
+_MAX_CHOICES = 100
+
+
+def _integer_range(schema: dict[str, Any]) -> list[int] | None:
+    """Every value an integer schema's bounds allow, when both are set and there are few of them."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if isinstance(schema.get("exclusiveMinimum"), (int, float)):
+        low = math.floor(schema["exclusiveMinimum"]) + 1
+    if isinstance(schema.get("exclusiveMaximum"), (int, float)):
+        high = math.ceil(schema["exclusiveMaximum"]) - 1
+    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or not 0 <= high - low < _MAX_CHOICES:
+        return None
+    return list(range(math.ceil(low), math.floor(high) + 1))
 
 
 def _pattern_supported(pattern: str) -> bool:
