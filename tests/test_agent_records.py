@@ -19,7 +19,7 @@ from toolcrib import (
     Tracer,
     tool,
 )
-from toolcrib.agent.records import LookedUp, record_answer
+from toolcrib.agent.records import LookedUp, record_answer, with_identifiers
 
 ORDER = {"found": True, "order_id": "ORD-1001", "customer": "Harrier Labs", "status": "shipped", "carrier": "DHL",
          "tracking": "JD0146 2281 7740", "eta": "2026-11-28", "items": "2x HLV-2205"}
@@ -139,6 +139,8 @@ def test_a_request_asking_more_than_its_records_hold_gets_the_documents_searched
     search = next(e for e in tracer.events if e.kind == EventKind.CODE_SEARCH)
     assert "return" in search.detail["reason"] and "day" in search.detail["reason"]
     assert ask("Has order ORD-1001 shipped yet?")[1] == ["get_order_status"]  # all it asks, the record holds
+    # asking words and a count the request gives itself are not things the record must hold
+    assert ask("Check whether three items of order ORD-1001 have shipped.")[1] == ["get_order_status"]
     assert ask("Has order ORD-1001 shipped, and how many days do I have to return its items?",
                search_when_unanswered=False)[1] == ["get_order_status"]
 
@@ -162,3 +164,13 @@ def test_a_query_column_named_for_what_it_does_not_compute_is_not_stated_and_its
     assert len(model.requests) == 2 and "delivery_lead_time 2025" not in answer.text  # the model answered
     search = next(e for e in tracer.events if e.kind == EventKind.CODE_SEARCH)
     assert "lead" in search.detail["reason"] and "deliver" in search.detail["reason"]
+
+
+def test_an_answer_naming_a_found_record_by_its_title_gets_the_records_identifier() -> None:
+    found = {"found": True, "books": [{"book_id": "BK-101", "title": "The Art of Electronics", "available": 1},
+                                      {"book_id": "BK-102", "title": "Practical Electronics", "available": 0}]}
+    text, added = with_identifiers("The library has The Art of Electronics; 1 copy is in.", [found], {"book_id"})
+    assert text == "The library has The Art of Electronics (BK-101); 1 copy is in." and added == ["BK-101"]
+    assert with_identifiers("BK-101, The Art of Electronics, is in.", [found], {"book_id"})[1] == []  # named
+    part = {"part_number": "PSU-4030", "name": "Bench supply module", "supplier": "Vogel Präzisionsteile GmbH"}
+    assert with_identifiers("Vogel Präzisionsteile GmbH supplies it.", [part], {"part_number"})[1] == []  # not its name

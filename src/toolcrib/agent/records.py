@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolcrib.retrieval.retriever import contains_exactly
 from toolcrib.tools.grounding import stems
 from toolcrib.tools.tool import Tool
 
@@ -30,13 +31,15 @@ _FACT_QUESTION = re.compile(
     r"|how\s+(?:much|many|long|soon|old)|(?:give|show|tell|get)\s+(?:me|us))\b", re.IGNORECASE)
 _NEEDS_REASONING = re.compile(r"\b(?:why|explain|should|compare|recommend|summari[sz]e|differ\w*|if|whether|"
                               r"than|instead|but|except|overdue|late|enough)\b", re.IGNORECASE)
-# Words that ask, point or hedge without naming anything a record must hold.
+# Words that ask, point or hedge without naming anything a record must hold; a count the request gives
+# ("three filters") is its own figure.
 _ASKING = stems(
     "what which who whom where when how much many long soon old is are was were the a an of for to in on at by "
     "do does did we our my i you your it its they their there this that these those has have had be been can "
     "could would will please tell me us about currently current now today right still exactly there any all "
     "last latest recent recorded know let see find look up give show and or with from into as so also its "
-    "one ones get got don doesn isn t s")  # contractions: "don't" is "don" and "t"
+    "one ones get got don doesn isn t s "  # contractions: "don't" is "don" and "t"
+    "whether check verify confirm two three four five six seven eight nine ten eleven twelve")
 _SKIPPED = frozenset({"found", "ok", "message"})  # what a result says about itself, not the record's facts
 _MAX_FIELDS = 14
 _MAX_ROWS, _MAX_COLUMNS = 5, 4  # a query result code states as it is
@@ -163,3 +166,42 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
     return str(value)
+
+
+_NAMING = re.compile(r"(?:\w+_)?(?:name|title)", re.IGNORECASE)  # the fields that name the record itself
+_MIN_NAME = 8  # a shorter value ("KB-400", "Filter") is not a name an answer mentions a record by
+_MAX_NAMED = 5
+
+
+def with_identifiers(text: str, results: Sequence[Any], id_fields: Collection[str]) -> tuple[str, list[str]]:
+    """``text`` with each record of ``results`` (tool data) that it names by its name or title ("The
+    Art of Electronics") but not by its identifier (a field named as some tool's identifier parameter:
+    ``book_id`` BK-101) given that identifier after the first mention: "The Art of Electronics
+    (BK-101)". What was found is named the way the tools take it, so the user can act on it. Returns
+    the text and the identifiers added; nothing when more than a few records are named."""
+    found: list[tuple[str, str]] = []  # (identifier, the name the text uses)
+    for record in _records(results):
+        ids = [v for k, v in record.items() if k in id_fields and isinstance(v, str) and v.strip()]
+        if len(ids) != 1 or contains_exactly(text, ids[0]):
+            continue
+        name = next((v for k, v in record.items() if _NAMING.fullmatch(k) and isinstance(v, str)
+                     and len(v) >= _MIN_NAME and v.casefold() in text.casefold()), None)
+        if name is not None:
+            found.append((ids[0], name))
+    if not found or len(found) > _MAX_NAMED:
+        return text, []
+    for identifier, name in found:
+        at = text.casefold().find(name.casefold()) + len(name)
+        text = f"{text[:at]} ({identifier}){text[at:]}"
+    return text, [identifier for identifier, _ in found]
+
+
+def _records(value: Any) -> Iterator[Mapping[str, Any]]:
+    """Every mapping in ``value`` (a result's data), outermost first."""
+    if isinstance(value, Mapping):
+        yield value
+        for item in value.values():
+            yield from _records(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _records(item)

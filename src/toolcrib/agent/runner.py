@@ -18,7 +18,14 @@ from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
 from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
 from toolcrib.agent.quotes import asks, asks_documents, compared, quoted_answer
-from toolcrib.agent.records import LookedUp, record_answer, table_answer, unanswered_by_query, unanswered_words
+from toolcrib.agent.records import (
+    LookedUp,
+    record_answer,
+    table_answer,
+    unanswered_by_query,
+    unanswered_words,
+    with_identifiers,
+)
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
 from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
@@ -715,10 +722,22 @@ class Runner:
                                list(run.cctx.flags))
         return self._finish(run, "\n".join(lines), outcome="paused")
 
+    def _name_identifiers(self, run: _Run, text: str) -> str:
+        """A model's answer that names a record a tool found ("The Art of Electronics") but not its
+        identifier gets it (``records.with_identifiers``), recorded as code's."""
+        id_fields = {name for tool in self.gate.registry for name in tool.identifiers}
+        text, added = with_identifiers(text, [o.payload.get("data") for o in run.outcomes if o.ok], id_fields)
+        if added:
+            run.tracer.record(EventKind.EVIDENCE_RULE, "Named what was found by its identifier", detail={
+                "reason": "the answer names a record a tool returned without its identifier", "added": added})
+        return text
+
     def _finish(self, run: _Run, text: str, *, outcome: Outcome, abstained: bool = False,
                 code_wrote: bool = False) -> Answer:
         citations: list[Citation] = []
         flags: list[str] = []
+        if outcome == "answered" and not code_wrote:
+            text = self._name_identifiers(run, text)
         if not abstained:
             # the claim check is for what is written from the evidence; a paused or stopped run's text,
             # a refusal or a quote (the evidence's own words) is code's (``code_wrote``)
