@@ -68,8 +68,9 @@ def test_passages_that_share_far_less_with_the_question_are_left_out_unless_kept
     cut = excerpts([other, GUIDE], question, 400)
     assert cut[0] is None  # only "ticket" in common: the model is not shown it
     assert "One Tier 3 engineer is on call outside office hours" in (cut[1] or "")
-    kept = excerpts([other, GUIDE], question, 400, keep={0})
+    kept = excerpts([other, GUIDE], question, 400, keep=[{0, 1}])  # versions of one document: kept together
     assert kept[0] and kept[0].startswith("Every ticket has an owner.") and len(kept[0]) < len(other)
+    assert excerpts([other, other, GUIDE], question, 400, keep=[{0, 1}])[:2] == [None, None]  # none bears on it
     unrelated = excerpts([other, GUIDE], "weather in Dublin", 400)
     assert unrelated == [other, GUIDE]  # nothing to choose by: left whole
 

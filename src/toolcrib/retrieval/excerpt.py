@@ -245,7 +245,7 @@ def term_weights(question: str, parsed: Sequence[Sequence[_Unit]]) -> dict[str, 
             for t in terms(question)}
 
 
-def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collection[int] = (),
+def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collection[Collection[int]] = (),
              whole: Collection[int] = ()) -> list[str | None]:
     """``texts`` (passages, best first) cut to about ``budget`` characters in all for ``question``.
 
@@ -253,9 +253,9 @@ def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collecti
     against it. Each other passage keeps its own best unit; the rest of the budget goes to the best
     units of any passage (terms weighted across all of them). A passage whose best unit shares far
     less with the question than the best passage's (under a third of its weight) is left out
-    (None), unless its index is in ``keep``: then it keeps its best unit, or its opening words when
-    it shares none. Unchanged: ``budget`` 0, texts within it, or texts sharing no word with the
-    question (nothing to choose by).
+    (None), unless it is in a group of ``keep`` (the versions of one document) of which one passage
+    is related: then it keeps its best unit, or its opening words when it shares none. Unchanged:
+    ``budget`` 0, texts within it, or texts sharing no word with the question (nothing to choose by).
     """
     if budget <= 0 or sum(len(t) for t in texts) <= budget:
         return list(texts)
@@ -266,7 +266,9 @@ def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collecti
     top = max(best, default=0.0)
     if top <= 0:
         return list(texts)
-    related = [b > 0 and (b >= top * _RELATED or k in keep) for k, b in enumerate(best)]
+    related = [b > 0 and b >= top * _RELATED for b in best]
+    kept = {k for group in keep if any(related[j] for j in group if j < len(texts)) for k in group}
+    related = [r or (b > 0 and k in kept) for k, (r, b) in enumerate(zip(related, best, strict=True))]
     chosen: list[set[int]] = [set(range(len(parsed[k]))) if k in whole else set() for k in range(len(texts))]
     used = sum(min(len(texts[k]), budget) for k in whole if k < len(texts))
 
@@ -288,4 +290,4 @@ def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collecti
             break
         take(k, i)
     return [cut(texts[k], budget) if k in whole else _join(parsed[k], sorted(chosen[k]), budget) if chosen[k]
-            else cut(texts[k], _UNRELATED_CHARS) if k in keep else None for k in range(len(texts))]
+            else cut(texts[k], _UNRELATED_CHARS) if k in kept else None for k in range(len(texts))]

@@ -123,13 +123,17 @@ class Retrieval:
 
     def evidence(self) -> Evidence:
         cited = [p.cited() for p in self.passages]
-        if self.excerpt_chars:  # the best passage, and one added for a name, are shown whole; every version
-            versions = {cid for conflict in self.conflicts for cid in conflict.citations}  # of a conflict stays
+        conflicts = self.conflicts
+        if self.excerpt_chars:  # the best passage, and one added for a name, are shown whole; the versions
+            # of a conflict stay together, all or (none of them bearing on the query) none
+            at = {c.citation: k for k, c in enumerate(cited)}
             texts = excerpts([c.text for c in cited], self.query, self.excerpt_chars,
                              whole={0} | {k for k, c in enumerate(cited) if c.citation in self.named},
-                             keep={k for k, c in enumerate(cited) if c.citation in versions})
+                             keep=[{at[cid] for cid in conflict.citations if cid in at} for conflict in conflicts])
             cited = [replace(c, text=t) for c, t in zip(cited, texts, strict=True) if t is not None]
-        return Evidence(self.query, tuple(cited), tuple(self.conflicts), self.sufficient())
+            shown = {c.citation for c in cited}
+            conflicts = [c for c in conflicts if shown.issuperset(c.citations)]
+        return Evidence(self.query, tuple(cited), tuple(conflicts), self.sufficient())
 
     def to_dict(self) -> dict[str, Any]:
         """The ``vector_search`` tool's result (what the model reads is ``Evidence.to_text``)."""
