@@ -266,9 +266,9 @@ def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collecti
     top = max(best, default=0.0)
     if top <= 0:
         return list(texts)
-    related = [b > 0 and b >= top * _RELATED for b in best]
-    kept = {k for group in keep if any(related[j] for j in group if j < len(texts)) for k in group}
-    related = [r or (b > 0 and k in kept) for k, (r, b) in enumerate(zip(related, best, strict=True))]
+    near = [b >= top * _RELATED for b in best]  # top > 0: a passage near it shares a word
+    kept = {k for group in keep if any(near[j] for j in group if j < len(texts)) for k in group}
+    related = [n or (b > 0 and k in kept) for k, (n, b) in enumerate(zip(near, best, strict=True))]
     chosen: list[set[int]] = [set(range(len(parsed[k]))) if k in whole else set() for k in range(len(texts))]
     used = sum(min(len(texts[k]), budget) for k in whole if k < len(texts))
 
