@@ -184,14 +184,14 @@ def with_identifiers(text: str, results: Sequence[Any], id_fields: Collection[st
         ids = [v for k, v in record.items() if k in id_fields and isinstance(v, str) and v.strip()]
         if len(ids) != 1 or contains_exactly(text, ids[0]):
             continue
-        name = next((v for k, v in record.items() if _NAMING.fullmatch(k) and isinstance(v, str)
-                     and len(v) >= _MIN_NAME and v.casefold() in text.casefold()), None)
-        if name is not None:
-            found.append((ids[0], name))
+        mention = next((m for k, v in record.items() if _NAMING.fullmatch(k) and isinstance(v, str)
+                        and len(v) >= _MIN_NAME and (m := re.search(re.escape(v), text, re.IGNORECASE))), None)
+        if mention is not None:
+            found.append((ids[0], mention.group(0)))
     if not found or len(found) > _MAX_NAMED:
         return text, []
-    for identifier, name in found:
-        at = text.casefold().find(name.casefold()) + len(name)
+    for identifier, name in found:  # the name as the text writes it: found again after each insertion
+        at = text.index(name) + len(name)
         text = f"{text[:at]} ({identifier}){text[at:]}"
     return text, [identifier for identifier, _ in found]
 

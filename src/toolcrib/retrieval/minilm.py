@@ -84,17 +84,13 @@ def runtime_model(source: Path, precision: Precision, cache: Path) -> Path:
 def drop_nan_guards(graph: Any) -> int:
     """Remove each ``Where(IsNaN(x), c, x)`` of ``graph`` (an ONNX GraphProto), wiring its readers to
     ``x``; returns how many were removed."""
-    producers = {output: node for node in graph.node for output in node.output}
-    readers: dict[str, int] = {}
-    for node in graph.node:
-        for name in node.input:
-            readers[name] = readers.get(name, 0) + 1
+    producers, readers = _producers(graph), _readers(graph)
     rewired: dict[str, str] = {}
     dead = []
     for node in graph.node:
         test = producers.get(node.input[0]) if node.op_type == "Where" else None
         if (test is not None and test.op_type == "IsNaN" and test.input[0] == node.input[2]
-                and readers[test.output[0]] == 1):
+                and len(readers[test.output[0]]) == 1):
             rewired[node.output[0]] = node.input[2]
             dead += [node, test]
     if any(output.name in rewired for output in graph.output):
@@ -117,9 +113,8 @@ def fuse_attention(model: Any, heads: int) -> int:
     from onnx import TensorProto, helper, numpy_helper
 
     graph = model.graph
-    producers = {output: node for node in graph.node for output in node.output}
+    producers, readers = _producers(graph), _readers(graph)
     constants = {init.name: init for init in graph.initializer}
-    readers = _readers(graph)
 
     def projection(name: str) -> tuple[str | None, float]:
         """The ``Add(MatMul(x, W), b)`` output that ``name`` reshapes, transposes or scales, and the
@@ -168,10 +163,9 @@ def fuse_gelu(model: Any) -> int:
     from onnx import helper, numpy_helper
 
     graph = model.graph
-    producers = {output: node for node in graph.node for output in node.output}
+    producers, readers = _producers(graph), _readers(graph)
     scalars = {init.name: float(numpy_helper.to_array(init)) for init in graph.initializer
                if init.data_type == 1 and not init.dims}  # float scalars
-    readers = _readers(graph)
 
     def then(node: Any, op: str, constant: float | None) -> Any:
         """The only reader of ``node``'s output, if it is ``op`` with ``constant`` (None: any input)."""
@@ -194,6 +188,11 @@ def fuse_gelu(model: Any) -> int:
             replaced.append((times, helper.make_node("Gelu", [divide.input[0]], [times.output[0]],
                                                      domain="com.microsoft")))
     return _replace(model, replaced)
+
+
+def _producers(graph: Any) -> dict[str, Any]:
+    """The node giving each value of ``graph``."""
+    return {output: node for node in graph.node for output in node.output}
 
 
 def _readers(graph: Any) -> dict[str, list[Any]]:
