@@ -1,4 +1,5 @@
-"""READ records are group-committed; nothing acknowledged is lost, even to kill -9 (issue 15)."""
+"""READ records are journaled at a run's end and chained many runs at a time; nothing acknowledged is
+lost, even to kill -9 (issue 15)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from toolcrib.policy import audit_journal
 from toolcrib.policy.audit import SQLiteAuditStore
 from toolcrib.policy.canonical import canonical_json, sha256_hex
 
@@ -117,27 +119,103 @@ def test_each_record_hashes_its_canonical_body_however_it_was_written(tmp_path: 
         assert records[1].prev_hash == records[0].hash and store.verify().ok
 
 
-def test_flush_commits_on_the_callers_thread_and_a_failed_commit_keeps_the_records_queued(tmp_path: Path) -> None:
+def _rows(path: Path) -> int:
+    """The records in the audit table, read past the store (what another process sees)."""
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM toolcrib_audit").fetchone()[0])
+
+
+def test_flush_journals_a_runs_records_and_the_table_gets_them_many_runs_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    store = SQLiteAuditStore(path, chain_after=10)
+    for _ in range(3):
+        store.append_deferred("executed", actor="a", decided_by="code", tool="t")
+        store.append_deferred("executed", actor="a", decided_by="code", tool="t")
+        store.flush()
+    assert _rows(path) == 0  # acknowledged: in this process's journal, not in the table yet
+    journals = list((tmp_path / "audit.db-reads").glob("*.journal"))
+    assert len(journals) == 1 and len(journals[0].read_bytes().splitlines()) == 6
+    for _ in range(4):  # the 10th journaled record chains them all
+        store.append_deferred("executed", actor="a", decided_by="code", tool="t")
+    store.flush()
+    assert _rows(path) == 10
+    store.close()
+    assert not list((tmp_path / "audit.db-reads").glob("*.journal"))  # all chained: removed
+
+
+def test_a_failed_journal_write_falls_back_to_the_table_and_a_failure_of_both_keeps_the_records_queued(
+        tmp_path: Path) -> None:
     store = SQLiteAuditStore(tmp_path / "audit.db")
-    real_tx = store._tx
+    real_tx, real_append = store._tx, store._journal.append
+
+    def full(data: bytes, *, sync: bool = False) -> None:
+        raise OSError(28, "No space left on device")
 
     def broken(write: bool = True, **_: Any) -> Any:
         raise sqlite3.OperationalError("disk I/O error")
-    store._tx = broken  # type: ignore[method-assign]  # before queueing: neither thread can commit it
-    store.append_deferred("executed", actor="a", decided_by="code", tool="t")
+    store._journal.append = full  # type: ignore[method-assign]
+    store.append_deferred("executed", actor="a", decided_by="code", tool="t", detail={"n": 1})
+    store.flush()
+    assert _rows(tmp_path / "audit.db") == 1  # the journal failed: committed to the table instead
+    store._tx = broken  # type: ignore[method-assign]  # neither thread can write it now
+    store.append_deferred("executed", actor="a", decided_by="code", tool="t", detail={"n": 2})
     with pytest.raises(sqlite3.OperationalError):
         store.flush()
-    store._tx = real_tx  # type: ignore[method-assign]
+    store._tx, store._journal.append = real_tx, real_append  # type: ignore[method-assign]
     store.flush()
-    assert store.head()[0] == 1 and store.verify().ok
+    assert [r.detail["n"] for r in store.records()] == [1, 2] and store.verify().ok
     store.close()
+
+
+# Journals two runs' READ records, chains the first (head()), journals a third, then waits to be killed.
+LIVE = textwrap.dedent("""
+    import sys, time
+    from toolcrib.policy.audit import SQLiteAuditStore
+    store = SQLiteAuditStore(sys.argv[1])
+    for n in range(1, 7):
+        store.append_deferred("executed", actor="alice", decided_by="code", tool="lookup", detail={"n": n})
+        if n % 2 == 0:
+            store.flush()
+        if n == 4:
+            store.head()
+    print("ready", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_a_live_process_journal_is_left_to_it_and_a_dead_ones_is_chained_once(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.Popen([sys.executable, "-c", LIVE, str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    with SQLiteAuditStore(path) as other:  # its process lives: its journal is its own to chain
+        assert [r.detail["n"] for r in other.records()] == [1, 2, 3, 4]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    for _ in range(2):  # chained by the first store to open the file, from where it was chained to; once
+        with SQLiteAuditStore(path) as store:
+            assert [r.detail["n"] for r in store.records()] == [1, 2, 3, 4, 5, 6] and store.verify().ok
+    assert not list((tmp_path / "audit.db-reads").iterdir())
+
+
+def test_a_journal_cut_mid_line_gives_its_whole_lines_only(tmp_path: Path) -> None:
+    folder = tmp_path / "audit.db-reads"
+    folder.mkdir()
+    whole = audit_journal.encode([(1.0, "executed", "a", "code", "t", "", "tr1", '{"n":1}'),
+                                  (2.5, "executed", "a", "code", "t", "", "tr1", '{"n":2}')])
+    (folder / "123-dead.journal").write_bytes(whole + b'[3.0,"executed","a","co')
+    with SQLiteAuditStore(tmp_path / "audit.db") as store:
+        records = list(store.records())
+        assert [(r.timestamp, r.detail) for r in records] == [(1.0, {"n": 1}), (2.5, {"n": 2})]
+        assert store.verify().ok
 
 
 def test_a_group_commit_leaves_the_connection_fsyncing_what_comes_next(tmp_path: Path) -> None:
     # READ records are committed without an fsync; a proposal or approval after them must still be fsync'd
     with SQLiteAuditStore(tmp_path / "audit.db") as store:
         store.append_deferred("executed", actor="a", decided_by="code", tool="t")
-        store.flush()
+        assert store.head()[0] == 1  # chained, without an fsync
         with store._tx(write=False) as cur:
             assert cur.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         store.append("approved", actor="ada", decided_by="human", tool="w", proposal_id="p1")

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from toolcrib import (
     CallContext,
@@ -64,6 +64,47 @@ def test_validating_python_values_gives_what_validating_their_json_gives(argumen
     assert outcome(scalars) == outcome(through_json)
 
 
+def test_the_same_arguments_again_validate_to_what_validating_them_gives() -> None:
+    remembered = dataclasses.replace(scalars)  # its own memo of validated arguments
+    through_json = dataclasses.replace(scalars)
+    object.__setattr__(through_json, "_python_args", False)
+
+    def outcome(t: Any, arguments: dict[str, Any]) -> Any:
+        try:
+            return t.validate(arguments)
+        except InvalidArguments as exc:
+            return str(exc)
+    # 1, True and 1.0 compare equal: a remembered 1 must not admit True or 1.0 for an int
+    sequence = [{"x": "v", "n": 1}, {"x": "v", "n": True}, {"x": "v", "n": 1.0}, {"x": "v", "n": 1},
+                {"x": "v", "f": 1}, {"x": "v", "f": 1.0}, {"x": "v", "c": 0}, {"x": "v", "c": 0}]
+    for arguments in sequence * 2:
+        assert outcome(remembered, arguments) == outcome(through_json, arguments), arguments
+    first = remembered.validate({"x": "v"})
+    first["x"] = "changed"  # a caller's copy: the next call's values are not it
+    assert remembered.validate({"x": "v"})["x"] == "v"
+    assert remembered._validated
+
+
+SEEN: list[str] = []
+
+
+def _note(value: str) -> str:
+    SEEN.append(value)
+    return value
+
+
+@tool
+def noted(x: Annotated[str, AfterValidator(_note)]) -> str:
+    """Runs its author's validator."""
+    return x
+
+
+def test_a_tool_with_validator_functions_runs_them_on_every_call() -> None:
+    for _ in range(3):
+        noted.validate({"x": "v"})
+    assert SEEN == ["v", "v", "v"] and noted._validated is None
+
+
 def test_only_plain_scalar_parameters_skip_the_json_round_trip() -> None:
     @tool
     def listed(items: list[str]) -> str:
@@ -83,6 +124,10 @@ def test_a_string_is_contained_where_its_sources_are_found() -> None:
     for value in ["ORD-1001", "ORD-100", "34", "1340", "F2", "f2", "HLV-2205", "  ", "", None, ["F2", "34"],
                   ["F2", "X9"], {"a": "F2"}, 1340.0, 34, "2205", "part f2.", "ORD-1001 costs"]:
         assert grounding.contains(value) == bool(grounding.sources_of(value)), value
+        assert grounding.contains(value) == bool(grounding.sources_of(value)), value  # found before: remembered
+    assert not grounding.contains("X9")
+    grounding.add("X9 arrived", Source("tool", "lookup"))
+    assert grounding.contains("X9")
 
 
 def test_one_encode_serves_the_size_check_and_the_sources() -> None:

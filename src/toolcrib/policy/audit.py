@@ -10,20 +10,21 @@ across processes, and a process killed mid-append leaves no half record.
 Durability. ``append`` returns once its record is committed (SQLite: WAL, ``synchronous=FULL``, so
 fsync'd): every proposal, decision, approval, execution of a WRITE/ACTUATE call and refusal is on
 disk before the caller goes on. ``append_deferred`` is for the one record written on every READ call
-(the gate's ``executed`` record of a READ): it queues the record and returns at once (no seq yet); a
-background writer commits whatever is queued in one transaction (a group commit for many READ calls),
-and ``flush()`` commits what is still queued on the caller's own thread. Such a group
-commit is not fsync'd (``synchronous=NORMAL`` for that transaction; ``sync_reads=True`` fsyncs it too):
-once committed it survives a killed process (the kill -9 test), and a power loss from the next
-synchronous ``append`` on (its fsync of the write-ahead log covers every earlier commit): the fsync
-cost 2-4 ms per run on this kind of disk, more than the run's READ calls themselves. A deferred
-record is **acknowledged** when the commit holding it has returned: after ``flush()`` returns, after
-any later ``append`` (which writes every queued record before its own, in the order queued, in its
-transaction), or after ``records()``/``head()``/``close()`` (which flush first). The Runner flushes
-when a run finishes, so a run's READ records are committed before its Answer returns. A process killed
-before that may lose deferred records it had not acknowledged, never one it had, and never a
-synchronous one; the chain stays whole either way (a batch is one transaction). Stores without a
-writer (PostgreSQL, or SQLite with ``group_reads=False``) write deferred records synchronously.
+(the gate's ``executed`` record of a READ): it queues the record and returns at once (no seq yet).
+``flush()`` (the Runner's, at a run's end) or the background writer (after 50 ms) appends what is
+queued to this process's read journal in one ``os.write`` (``policy/audit_journal.py``): a SQLite
+commit there cost the run's next call more than the commit itself. Journaled records are chained
+into the table in one transaction, many runs at a time: before the next synchronous ``append`` (in
+its transaction, before its record, in the order queued), before ``records()``/``head()``/``verify()``,
+once ``chain_after`` are journaled, after a second without READ calls, and at ``close()``. A journal
+write is not fsync'd (``sync_reads=True`` fsyncs it): it survives a killed process (the kill -9 test),
+and a power loss from the next synchronous ``append`` on (it chains them and fsyncs). A deferred
+record is **acknowledged** once it is journaled: after ``flush()`` returns, after any later ``append``,
+after ``records()``/``head()``/``close()``. A process killed before that may lose deferred records it
+had not acknowledged, never one it had, and never a synchronous one: the next store to open the file
+chains a dead process's journal; the chain stays whole either way. Another process sees a live one's
+journaled records once they are chained. Stores without a journal (PostgreSQL, or SQLite with
+``group_reads=False``) write deferred records synchronously.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import atexit
 import contextlib
 import json
 import os
+import sqlite3
 import threading
 import time
 import weakref
@@ -43,7 +45,9 @@ from types import TracebackType
 from typing import Any
 
 from toolcrib.errors import InvalidArguments
+from toolcrib.policy import audit_journal
 from toolcrib.policy._connections import PostgresConnection, SQLiteConnection
+from toolcrib.policy.audit_journal import JournalEntry, ReadJournal
 from toolcrib.policy.canonical import canonical_json, sha256_hex
 from toolcrib.trace.batching import Batching
 
@@ -330,20 +334,26 @@ _SQLITE_SCHEMA = [
 
 class SQLiteAuditStore(_SQLAuditStore):
     """The audit record in a SQLite file (WAL, synchronous=FULL): durable once ``append`` returns;
-    ``append_deferred`` records are group-committed by a background writer (``group_reads=False``:
-    written synchronously instead), without an fsync of their own unless ``sync_reads``. See the module
-    docstring for when a deferred record is acknowledged."""
+    ``append_deferred`` records are journaled at a run's end and chained many runs at a time
+    (``group_reads=False``: written synchronously instead), without an fsync of their own unless
+    ``sync_reads``. See the module docstring for when a deferred record is acknowledged."""
 
     _db: SQLiteConnection
+    chain_idle_s = 1.0  # the writer chains what is journaled once no READ call came for this long
 
     def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time,
-                 group_reads: bool = True, sync_reads: bool = False) -> None:
+                 group_reads: bool = True, sync_reads: bool = False, chain_after: int = 1024) -> None:
         super().__init__(clock)
         self.path = os.fspath(path)
         self._db = SQLiteConnection(self.path)
-        self._db.migrate(_SQLITE_SCHEMA)
+        self._db.migrate([*_SQLITE_SCHEMA, audit_journal.SCHEMA])
         self.group_reads = group_reads
         self.sync_reads = sync_reads
+        self.chain_after = chain_after
+        self._journal = ReadJournal(audit_journal.journal_folder(self.path))
+        self._journaled: list[JournalEntry] = []  # acknowledged, not chained yet (``_commit`` held)
+        self._journaled_at = 0.0  # when the last were journaled (monotonic)
+        self._recover()
         self._queue: list[_Entry] = []
         self._queued = 0  # deferred records ever queued in this process, and of those, committed
         self._committed = 0
@@ -362,10 +372,12 @@ class SQLiteAuditStore(_SQLAuditStore):
             taken = self._take()
             try:
                 with self._tx() as cur:
-                    written = self._write(cur, [*taken, entry])
+                    written = self._write(cur, [*self._journaled, *taken, entry])
+                    self._mark_chained(cur)
             except BaseException:
                 self._give_back(taken)
                 raise
+            self._chained()
             self._done(len(taken))
         return written
 
@@ -400,12 +412,20 @@ class SQLiteAuditStore(_SQLAuditStore):
             self._commit_queued()
 
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
-        self.flush()
+        self._settle()
         return super().records(after_seq=after_seq)
 
     def head(self) -> tuple[int, str]:
-        self.flush()
+        self._settle()
         return super().head()
+
+    def _settle(self) -> None:
+        """Everything deferred before this call chained: what is queued, what is journaled, and the
+        journals of processes that died."""
+        self.flush()
+        if self._pid == os.getpid():
+            with self._commit:
+                self._chain_journaled()
 
     def close(self) -> None:
         with self._changed:
@@ -416,9 +436,12 @@ class SQLiteAuditStore(_SQLAuditStore):
         writer = self._writer
         if writer is not None and self._pid == os.getpid():
             writer.join()
-        if self._queue and self._pid == os.getpid():  # the writer stopped on a failure: one last try
+        if self._pid == os.getpid():
             with self._commit:
-                self._commit_queued()
+                if self._queue:  # the writer stopped on a failure: one last try
+                    self._commit_queued()
+                self._chain_journaled()
+                self._retire_journal()
         _FLUSH_AT_EXIT.discard(self)
         super().close()
 
@@ -429,6 +452,8 @@ class SQLiteAuditStore(_SQLAuditStore):
         if self._pid != os.getpid():
             self._pid = os.getpid()
             self._queue, self._queued, self._committed = [], 0, 0
+            self._journal.forget()
+            self._journaled = []
             self._writer = None
             self._lock = threading.Lock()
             self._changed = threading.Condition(self._lock)
@@ -448,35 +473,105 @@ class SQLiteAuditStore(_SQLAuditStore):
         return self._db.tx(write, synced=synced)
 
     def _commit_queued(self) -> None:
-        """Commit every queued record in one transaction (``_commit`` held); on a failure they stay
-        queued and it is raised."""
+        """Journal every queued record in one write (``_commit`` held), chaining them instead where the
+        journal cannot be written; on a failure of both they stay queued and it is raised."""
         taken = self._take()
         if not taken:
             return
+        entries: list[JournalEntry] = [(*entry[:7], _encoded(entry[7])) for entry in taken]
         try:
-            with self._tx(synced=self.sync_reads) as cur:
-                self._write(cur, taken)
-        except BaseException:
-            self._give_back(taken)
-            raise
+            self._journal.append(audit_journal.encode(entries), sync=self.sync_reads)
+        except OSError:  # a full or read-only disk: the table then, and a journal that may end mid-line goes
+            try:
+                with self._tx(synced=self.sync_reads) as cur:
+                    self._write(cur, [*self._journaled, *entries])
+                    self._mark_chained(cur)
+            except BaseException:
+                self._give_back(taken)
+                raise
+            self._journaled = []
+            self._retire_journal()
+        else:
+            self._journaled += entries
+            self._journaled_at = time.monotonic()
         self._done(len(taken))
+        if len(self._journaled) >= self.chain_after:
+            with contextlib.suppress(sqlite3.Error):  # acknowledged already: chained at the next chance
+                self._chain_journaled()
+
+    def _chain_journaled(self) -> None:
+        """Chain what this process journaled, then any dead process's journals (``_commit`` held)."""
+        if self._journaled:
+            with self._tx(synced=self.sync_reads) as cur:
+                self._write(cur, self._journaled)
+                self._mark_chained(cur)
+            self._chained()
+        self._recover()
+
+    def _mark_chained(self, cur: Any) -> None:
+        """Record, in the transaction chaining them, that this journal's bytes are all chained."""
+        if self._journal.name:
+            cur.execute("INSERT OR REPLACE INTO toolcrib_audit_journals (name, chained) VALUES (?, ?)",
+                        (self._journal.name, self._journal.size))
+
+    def _chained(self) -> None:
+        """The journaled records were committed: forget them, and start a new journal past 1 MB."""
+        self._journaled = []
+        if self._journal.size >= 1 << 20:
+            self._retire_journal()
+
+    def _retire_journal(self) -> None:
+        """Remove this process's journal (all of it chained) and what the table says of it."""
+        name = self._journal.name
+        self._journal.remove()
+        if name:  # a crash before this leaves a row for a file that is gone: ``_recover`` drops it
+            with contextlib.suppress(sqlite3.Error), self._tx(synced=False) as cur:
+                cur.execute("DELETE FROM toolcrib_audit_journals WHERE name = ?", (name,))
+
+    def _recover(self) -> None:
+        """Chain the journals of processes that died, each from where it was chained to, and remove
+        them; forget what was recorded of journals that are gone."""
+        folder = self._journal.folder
+        with audit_journal.orphans(folder, self._journal.name) as found:
+            if not found:
+                return
+            with self._tx() as cur:
+                cur.execute("SELECT name, chained FROM toolcrib_audit_journals")
+                chained = dict(cur.fetchall())
+                for name in chained.keys() - {o.name for o in found}:
+                    if name != self._journal.name and not audit_journal.journal_path(folder, name).exists():
+                        cur.execute("DELETE FROM toolcrib_audit_journals WHERE name = ?", (name,))
+                for orphan in found:
+                    start = chained.get(orphan.name, 0)
+                    entries, used = audit_journal.decode(orphan.data[start:])
+                    if entries:
+                        self._write(cur, entries)
+                    cur.execute("INSERT OR REPLACE INTO toolcrib_audit_journals (name, chained) VALUES (?, ?)",
+                                (orphan.name, start + used))
+            for orphan in found:
+                orphan.remove()
 
     def _done(self, count: int) -> None:
         with self._changed:
             self._committed += count
 
     def _write_queued(self) -> None:
-        """Commit whatever is queued, one transaction at a time, in batches (``Batching``: a batch waits
-        up to 50 ms for its run's other records, unless flushed); records queued while one commits go
-        in the next."""
+        """Journal whatever is queued, in batches (``Batching``: a batch waits up to 50 ms for its run's
+        other records, unless flushed), and chain what is journaled once READ calls stop for
+        ``chain_idle_s``."""
         while True:
             with self._changed:
-                self._batching.wait(lambda: len(self._queue), lambda: self._closed)
-                if not self._queue:
-                    return
+                due = self._journaled_at + self.chain_idle_s if self._journaled else None
+                self._batching.wait(lambda: len(self._queue), lambda: self._closed, until=due)
+                queued, closed = bool(self._queue), self._closed
+            if closed and not queued:
+                return
             try:
                 with self._commit:
-                    self._commit_queued()
+                    if queued:
+                        self._commit_queued()
+                    elif self._journaled and time.monotonic() >= self._journaled_at + self.chain_idle_s:
+                        self._chain_journaled()
             except Exception:  # the records stay queued: the next flush() writes them or says why not
                 with self._changed:
                     if self._closed:
@@ -492,7 +587,7 @@ _FLUSH_AT_EXIT: weakref.WeakSet[SQLiteAuditStore] = weakref.WeakSet()
 def _flush_at_exit() -> None:
     for store in list(_FLUSH_AT_EXIT):
         with contextlib.suppress(Exception):  # nothing to report to at exit; they were not acknowledged
-            store.flush()
+            store.close()
 
 
 _POSTGRES_SCHEMA = [

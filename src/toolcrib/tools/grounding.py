@@ -114,6 +114,7 @@ class Grounding:
         self._seen: set[tuple[Source, str]] = set()
         self._added: set[tuple[Source, str]] = set()  # the texts as given: the same result again is one lookup
         self._blob = ""  # every normalized text: one fast substring test rules most values out
+        self._found: set[str] = set()  # strings found whole: texts are only ever added, so they stay found
         for t in texts:
             self.add(t)
 
@@ -158,7 +159,12 @@ class Grounding:
         a spelling (normalized: it holds no newline) is whole there exactly where it is whole in a text."""
         blob = self._blob
         if type(value) is str:  # the common identifier: one scalar, one spelling
-            return value != "" and _whole(_norm(value), blob)
+            if value in self._found:
+                return True
+            if value != "" and _whole(_norm(value), blob):
+                self._found.add(value)
+                return True
+            return False
         items = list(_scalars(value))
         return bool(items) and all(any(_whole(w, blob) for w in _spellings(item)) for item in items)
 

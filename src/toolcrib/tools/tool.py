@@ -186,6 +186,10 @@ class Tool:
     # derived (not constructor arguments): whether the arguments may be validated as Python objects
     # with the same results as validating their JSON text (see ``_validates_as_python``)
     _python_args: bool = field(default=False, init=False, repr=False, compare=False)
+    # the values plain-scalar arguments validated to, by ``_scalar_key``, where validation is a pure
+    # function of them (no validator functions or default factories in the schema: ``_pure``)
+    _validated: dict[tuple[Any, ...], dict[str, Any]] | None = field(default=None, init=False, repr=False,
+                                                                      compare=False)
     _source: Source = field(default=Source("tool"), init=False, repr=False, compare=False)  # of a whole result
 
     def requested_by(self, request: str) -> bool:
@@ -240,19 +244,30 @@ class Tool:
             raise ConfigError(f"tool '{self.name}': inline is for a plain def tool; an async def tool already "
                               "runs on the event loop", key="tools")
         object.__setattr__(self, "_source", Source("tool", self.name, self.trusted))
-        object.__setattr__(self, "_python_args", not isinstance(self.args_model, SchemaValidator)
-                           and _validates_as_python(self.parameters))
+        python_args = not isinstance(self.args_model, SchemaValidator) and _validates_as_python(self.parameters)
+        object.__setattr__(self, "_python_args", python_args)
+        if python_args and _pure(getattr(self.args_model, "__pydantic_core_schema__", None)):
+            object.__setattr__(self, "_validated", {})
 
     def validate(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
         """Strict validation of the arguments as JSON (an Enum parameter takes its value, "rw"), then the
         tool's domain check. Raises InvalidArguments."""
         model = self.args_model
         try:
-            if self._python_args and _plain_scalars(arguments):
+            key = _scalar_key(arguments) if self._python_args else None
+            if key is not None:
                 # the JSON text would parse back to these very values, and every parameter is a plain
                 # scalar, which validates alike from Python and from JSON: skip the round trip
-                assert not isinstance(model, SchemaValidator)
-                values: dict[str, Any] = _dump(model, model.__pydantic_validator__.validate_python(arguments))
+                memo = self._validated
+                if memo is not None and (hit := memo.get(key)) is not None:
+                    values: dict[str, Any] = dict(hit)  # the same arguments validate to the same values
+                else:
+                    assert not isinstance(model, SchemaValidator)
+                    values = _dump(model, model.__pydantic_validator__.validate_python(arguments))
+                    if memo is not None:
+                        if len(memo) >= 256:
+                            memo.clear()
+                        memo[key] = dict(values)
             else:
                 try:
                     text = _ARGUMENTS.encode(dict(arguments))
@@ -323,15 +338,31 @@ def _validates_as_python(parameters: Mapping[str, Any]) -> bool:
 _PLAIN = (str, int, bool, type(None))
 
 
-def _plain_scalars(arguments: Mapping[str, Any]) -> bool:
-    """Every key a ``str`` and every value an exact ``str``, ``int``, ``bool``, ``None`` or finite
-    ``float``: values a JSON encode and parse would give back unchanged."""
+def _scalar_key(arguments: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """Each key, value and value type, when every key is a ``str`` and every value an exact ``str``,
+    ``int``, ``bool``, ``None`` or finite ``float`` (values a JSON encode and parse would give back
+    unchanged); else None. The types keep ``1``, ``1.0`` and ``True`` apart, which compare equal."""
     if type(arguments) is not dict:
-        return False
-    for key, value in arguments.items():
+        return None
+    key: list[Any] = []
+    for name, value in arguments.items():
         kind = type(value)
-        if type(key) is not str or (kind not in _PLAIN and not (kind is float and math.isfinite(value))):
+        if type(name) is not str or (kind not in _PLAIN and not (kind is float and math.isfinite(value))):
+            return None
+        key += (name, kind, value)
+    return tuple(key)
+
+
+def _pure(schema: Any) -> bool:
+    """Whether a pydantic-core schema validates without running code of the tool's author: no
+    validator function (``AfterValidator``, ``field_validator``, ...), default factory or custom init."""
+    if isinstance(schema, dict):
+        if str(schema.get("type", "")).startswith("function-") or "default_factory" in schema \
+                or schema.get("custom_init"):
             return False
+        return all(_pure(v) for k, v in schema.items() if k not in ("metadata", "cls", "config"))
+    if isinstance(schema, (list, tuple)):
+        return all(_pure(v) for v in schema)
     return True
 
 

@@ -35,17 +35,21 @@ class Batching:
         self._urgent = True
         self.changed.notify_all()
 
-    def wait(self, size: Callable[[], int], stop: Callable[[], bool]) -> None:
+    def wait(self, size: Callable[[], int], stop: Callable[[], bool], *, until: float | None = None) -> None:
         """The writer's wait: returns when a batch is ready (or ``stop()``): something queued has waited
-        ``linger_s``, a batch is full, or someone waits for it."""
+        ``linger_s``, a batch is full, or someone waits for it; with nothing queued, at ``until``
+        (``time.monotonic()``) too."""
         idle_since = time.monotonic()
         while not size() and not stop():
-            if time.monotonic() - idle_since < self.idle_s:
+            now = time.monotonic()
+            if until is not None and now >= until:
+                return
+            if now - idle_since < self.idle_s:
                 self.changed.wait(self.linger_s)
                 continue
             self._sleeping = True
             try:
-                self.changed.wait()
+                self.changed.wait(None if until is None else until - now)
             finally:
                 self._sleeping = False
         deadline = time.monotonic() + self.linger_s
