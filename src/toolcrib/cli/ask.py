@@ -36,7 +36,10 @@ def ask_cmd(question: str | None, model_spec: str | None, user: str | None, mode
 
     model = prepare_model(ws, model_spec, quiet=as_json)
     runner = ws.runner(model, mode=mode)
-    answer = runner.resume(resume_id, principal) if resume_id else runner.ask(question or "", principal)
+    try:
+        answer = runner.resume(resume_id, principal) if resume_id else runner.ask(question or "", principal)
+    finally:
+        runner.gate.close()
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
     else:

@@ -117,6 +117,14 @@ class Gate:
         self.envelope = envelope
         self.scanner = scanner
 
+    def close(self) -> None:
+        """Close the approval and audit stores (a gate built for one job, as a CLI command's): the audit
+        chains what its READ calls journaled."""
+        if self.approvals is not None:
+            self.approvals.close()
+        if self.audit is not None:
+            self.audit.close()
+
     # -- the checks, in order ---------------------------------------------------------------------
 
     def offer(self, principal: Principal, grounding: Grounding | None = None) -> Offer:
