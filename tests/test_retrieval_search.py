@@ -28,6 +28,7 @@ from toolcrib.retrieval import (
     check_citations,
     ingest,
 )
+from toolcrib.retrieval import retriever as retr
 from toolcrib.retrieval.retriever import Retrieval
 from toolcrib.retrieval.tool import make_vector_search_tool, vector_search
 from toolcrib.tools.tool import ToolContext
@@ -161,6 +162,26 @@ def test_identifier_matches_are_exact_not_prefixes(retriever: HybridRetriever) -
     assert "ORD-1001 is on hold" in orders[0].chunk.text
     assert all("ORD-10010" not in p.chunk.text for p in passages if p.exact_match)
 
+
+
+def test_identifier_checks_on_ascii_text_answer_as_their_patterns_do() -> None:
+    # ASCII text is checked without the regular expressions (compiling one per identifier cost more than
+    # the search); the answers must be the patterns' own, on every kind of boundary and line opening
+    pieces = ["8.3", "18.3", "8.31", "8.3.1", "8.3.", "hlv-2205", "HLV-22050", "Hlv-2205", "x", "_", "-", ".",
+              "4", " ", "\n", "\r", "\t", "\x1c", "|", "*", "#", ">", "clause", "Section", "PART", "parts",
+              "a", "§"]
+    rng = np.random.default_rng(5)
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces, int(rng.integers(0, 9))))
+        title = "".join(rng.choice(pieces, int(rng.integers(0, 3))))
+        for identifier in ("8.3", "HLV-2205", "x"):
+            expected = retr._token_pattern(identifier).search(text) is not None
+            assert retr.contains_exactly(text, identifier) is expected, (text, identifier)
+            chunk = Chunk(DocumentMeta("d", title, "d.md", "h"), "c1", text)
+            expected = expected and (retr.contains_exactly(f"{title} ", identifier)
+                                     or retr._opener_pattern(identifier).search(text) is not None)
+            assert (retr.contains_exactly(text, identifier) and retr.defines(chunk, identifier)) is expected, \
+                (text, title, identifier)
 
 # -- abstention --------------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,7 +39,21 @@ def find_identifiers(query: str) -> list[str]:
 
 def contains_exactly(text: str, identifier: str) -> bool:
     """``identifier`` occurs in ``text`` as a whole token (``8.3`` is not in ``18.3`` or ``8.31``)."""
+    if text.isascii() and identifier.isascii():  # the pattern's answer without it (compiling one costs more)
+        low = text.lower()
+        return any(start == 0 or not low[start - 1].isalnum() for start in _occurrences(low, identifier.lower()))
     return identifier.lower() in text.lower() and _token_pattern(identifier).search(text) is not None
+
+
+def _occurrences(low: str, identifier: str) -> Iterator[int]:
+    """Where ``identifier`` starts in ``low`` (both ASCII and lower case) not followed by a letter, a
+    digit, or a dot and a digit: ``_token_pattern``'s end for ASCII text."""
+    start = low.find(identifier)
+    while start >= 0:
+        end = start + len(identifier)
+        if not (low[end:end + 1].isalnum() or (low[end:end + 1] == "." and low[end + 1:end + 2].isdigit())):
+            yield start
+        start = low.find(identifier, start + 1)
 
 
 @functools.lru_cache(maxsize=256)
@@ -52,7 +66,26 @@ def defines(chunk: Chunk, identifier: str) -> bool:
     (``8.3 For each week...``, ``| HLV-2205 | ...``), rather than merely mentioning it."""
     if contains_exactly(f"{chunk.meta.title} {chunk.section}", identifier):
         return True
+    if chunk.text.isascii() and identifier.isascii():  # as the pattern answers, without compiling it
+        low = chunk.text.lower()
+        return any(_opens(low, start) for start in _occurrences(low, identifier.lower()))
     return _opener_pattern(identifier).search(chunk.text) is not None
+
+
+_SPACE = " \t\n\r\f\v\x1c\x1d\x1e\x1f"  # what \s matches among ASCII characters
+_MARKS = frozenset(_SPACE + "*#>_-")
+
+
+def _opens(low: str, start: int) -> bool:
+    """``_opener_pattern`` for ASCII text (lower case) and an identifier at ``start``: between the line or
+    table cell it is in and the identifier stand only marks, then perhaps clause/section/part and white
+    space. (An earlier line start that matches implies the last one does, so only the last is tried.)"""
+    head = low[max(low.rfind("\n", 0, start), low.rfind("|", 0, start)) + 1:start].rstrip(_SPACE)
+    for word in ("clause", "section", "part"):
+        if head.endswith(word):
+            head = head[:-len(word)]
+            break
+    return all(c in _MARKS for c in head)
 
 
 @functools.lru_cache(maxsize=256)
