@@ -23,6 +23,7 @@ from toolcrib.retrieval import (
     PgVectorIndex,
     ingest,
 )
+from toolcrib.retrieval.index import Ranked
 from toolcrib.retrieval.ingest import index_settings
 from toolcrib.retrieval.pgserver import LocalPgVector
 
@@ -155,3 +156,42 @@ def test_an_older_tables_words_only_index_is_replaced_on_the_next_change(pg_dsn:
                                                    "to_regclass('older_chunks_tsv_access')").fetchone())
         assert names[0] is None and names[1] is not None
         assert [h.chunk.meta.doc_id for h in index.search_text("probes", ["lab"], 5)] == ["a"]
+
+
+def test_a_hybrid_search_ranks_as_the_single_searches_do_and_reads_back_only_readable_rows(
+        pg_dsn: str, embedder: OnnxMiniLMEmbedder) -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((300, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    # "voltage" in a few chunks the lab may read (fewer than the depth: no ties cut at the end of the list)
+    chunks = [Chunk(DocumentMeta(f"p{i}", f"Doc {i}", f"p{i}.md", "h", access=("hr",) if i % 3 == 0 else ("lab",)),
+                    "c1", f"calibration note {i}" + " voltage" * (1 + i % 4) * (i % 25 == 1) + " probe" * (i % 7))
+              for i in range(300)]
+    settings = index_settings(embedder, FixedChunker())
+    with PgVectorIndex(pg_dsn, name="hybrid") as index, PgVectorIndex(pg_dsn, name="hybrid", parallel=False) as one:
+        index.apply(IndexChanges(settings=settings, chunks=chunks, vectors=vectors, replace=[]))
+        dense, text = index.rank_hybrid(vectors[8], "voltage", ["lab"], 20)
+        assert (dense, text) == one.rank_hybrid(vectors[8], "voltage", ["lab"], 20)  # the walk on its own connection
+        assert [(r.citation, r.score) for r in dense] == [(h.chunk.citation, h.score)
+                                                         for h in index.search_dense(vectors[8], ["lab"], 20)]
+        assert sorted((r.citation, r.score) for r in text) == sorted(
+            (h.chunk.citation, h.score) for h in index.search_text("voltage", ["lab"], 20))
+        assert len(text) == sum(c.meta.access == ("lab",) and "voltage" in c.text for c in chunks) > 3
+        assert [r.score for r in text] == sorted((r.score for r in text), reverse=True)
+        assert index.rank_hybrid(None, "voltage", ["lab"], 5)[0] == []
+        assert index.rank_hybrid(vectors[8], None, ["lab"], 5)[1] == []
+        # the rows behind the results are read back for the reader's groups only, whatever is asked for
+        hr, lab = chunks[0].citation, chunks[1].citation
+        read = index.chunks([Ranked(hr, 1.0, None), Ranked(lab, 1.0, None)], ["lab"])
+        assert list(read) == [lab] and read[lab] == chunks[1]
+        found = HybridRetriever(index, embedder).retrieve("voltage", ["lab"], 4).passages
+        assert any("voltage" in p.chunk.text for p in found) and all(p.chunk.meta.access == ("lab",) for p in found)
+
+
+def test_searches_of_an_index_not_created_yet_find_nothing(pg_dsn: str) -> None:
+    with PgVectorIndex(pg_dsn, name="never_made") as index:
+        vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
+        assert index.search_dense(vector, ["lab"], 5) == [] and index.search_text("probe", ["lab"], 5) == []
+        assert index.rank_hybrid(vector, "probe", ["lab"], 5) == ([], [])
+        assert index.chunks([Ranked("a#c1", 1.0, None)], ["lab"]) == {}
+        assert index.search_exact("probe", ["lab"], 5) == []
