@@ -178,6 +178,12 @@ def test_a_hybrid_search_ranks_as_the_single_searches_do_and_reads_back_only_rea
             (h.chunk.citation, h.score) for h in index.search_text("voltage", ["lab"], 20))
         assert len(text) == sum(c.meta.access == ("lab",) and "voltage" in c.text for c in chunks) > 3
         assert [r.score for r in text] == sorted((r.score for r in text), reverse=True)
+        # with the rows, for a caller that will read them all (ties in the words' ranks may swap)
+        rows_dense, rows_text = index.rank_hybrid(vectors[8], "voltage", ["lab"], 20, with_chunks=True)
+        assert [(r.citation, r.score) for r in rows_dense] == [(r.citation, r.score) for r in dense]
+        assert sorted((r.citation, r.score) for r in rows_text) == sorted((r.citation, r.score) for r in text)
+        by_citation = {c.citation: c for c in chunks}
+        assert all(r.ref == by_citation[r.citation] for r in [*rows_dense, *rows_text])
         assert index.rank_hybrid(None, "voltage", ["lab"], 5)[0] == []
         assert index.rank_hybrid(vectors[8], None, ["lab"], 5)[1] == []
         # the rows behind the results are read back for the reader's groups only, whatever is asked for

@@ -118,9 +118,11 @@ class Index(ABC):
         """How many chunks ``groups`` may read."""
 
     def rank_hybrid(self, vector: Vectors | None, query: str | None, groups: Sequence[str],
-                    limit: int) -> tuple[list[Ranked], list[Ranked]]:
+                    limit: int, *, with_chunks: bool = False) -> tuple[list[Ranked], list[Ranked]]:
         """``search_dense`` and ``search_text`` (either skipped when its input is None) without reading
-        the chunks yet; an index overrides this to skip the text and to run both searches at once."""
+        the chunks yet; an index overrides this to skip the text and to run both searches at once.
+        ``with_chunks``: the caller will read every result's chunk (to look for identifiers in them), so
+        an index may as well return them with the results (as ``ref``, for ``chunks``)."""
         dense = [] if vector is None else self.search_dense(vector, groups, limit)
         text = [] if query is None else self.search_text(query, groups, limit)
         return ([Ranked(hit.chunk.citation, hit.score, hit.chunk) for hit in dense],

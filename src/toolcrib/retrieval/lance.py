@@ -232,7 +232,7 @@ class LanceIndex(Index):
         return self._hits(self.rank_hybrid(None, query, groups, limit)[1])
 
     def rank_hybrid(self, vector: Vectors | None, query: str | None, groups: Sequence[str],
-                    limit: int) -> tuple[list[Ranked], list[Ranked]]:
+                    limit: int, *, with_chunks: bool = False) -> tuple[list[Ranked], list[Ranked]]:
         snapshot = self._reader()
         if snapshot is None:
             return [], []

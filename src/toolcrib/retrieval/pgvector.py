@@ -240,16 +240,17 @@ class PgVectorIndex(Index):
         return [Hit(_chunk(r), float(r[-1])) for r in rows]
 
     def rank_hybrid(self, vector: Vectors | None, query: str | None, groups: Sequence[str],
-                    limit: int) -> tuple[list[Ranked], list[Ranked]]:
-        # only the lists' ids and scores: the retriever reads back (``chunks``) the rows it returns, or
-        # every candidate when it must look for identifiers in their text
+                    limit: int, *, with_chunks: bool = False) -> tuple[list[Ranked], list[Ranked]]:
+        # ids and scores, and the rows only when the caller will read them all: otherwise it reads back
+        # (``chunks``) just the few it returns
         allowed = allowed_groups(groups)
         terms = query_terms(query) if query is not None else []
+        rows = f", {_COLUMNS}" if with_chunks else ""
         walk = None if vector is None else (
-            f"{self._walk(limit)} SELECT uid, embedding <=> %s::vector AS score FROM {self.name}_chunks "
+            f"{self._walk(limit)} SELECT uid, embedding <=> %s::vector AS score{rows} FROM {self.name}_chunks "
             "WHERE access && %s ORDER BY score LIMIT %s", [_vector_literal(vector), allowed, limit])
         words = None if not terms else (
-            f"SELECT uid, {_RANK} AS score FROM {self.name}_chunks, {_WORDS} AS q "
+            f"SELECT uid, {_RANK} AS score{rows} FROM {self.name}_chunks, {_WORDS} AS q "
             "WHERE tsv @@ q AND access && %s ORDER BY score DESC LIMIT %s", [" | ".join(terms), allowed, limit])
         if walk is not None and words is not None and self.parallel:
             if self._walker is None:
@@ -263,8 +264,11 @@ class PgVectorIndex(Index):
             dense_rows = [] if walk is None else self._query(*walk)
             text_rows = [] if words is None else self._query(*words)
         dense_rows.sort(key=lambda r: r[1])  # relaxed order: sort again
-        return ([Ranked(r[0], 1.0 - float(r[1]), None) for r in dense_rows],
-                [Ranked(r[0], float(r[1]), None) for r in text_rows])
+
+        def ref(row: Sequence[Any]) -> Chunk | None:
+            return _chunk(row[2:]) if with_chunks else None
+        return ([Ranked(r[0], 1.0 - float(r[1]), ref(r)) for r in dense_rows],
+                [Ranked(r[0], float(r[1]), ref(r)) for r in text_rows])
 
     def chunks(self, ranked: Sequence[Ranked], groups: Sequence[str]) -> dict[str, Chunk]:
         out = super().chunks(ranked, groups)  # results that carry their chunk already

@@ -202,7 +202,7 @@ class HybridRetriever:
             return Retrieval(query, [], threshold=self.threshold, excerpt_chars=self.excerpt_chars)
         depth = max(self.candidates, top_k * 4)
         vector = self.embedder.embed_query(query)
-        dense, text = self.index.rank_hybrid(vector, query, groups, depth)
+        dense, text = self.index.rank_hybrid(vector, query, groups, depth, with_chunks=bool(identifiers))
         fused: dict[str, _Candidate] = {}
         self._fuse(fused, "dense", dense)
         self._fuse(fused, "bm25", text)
@@ -263,7 +263,8 @@ class HybridRetriever:
             found = [c for c in ordered if c.chunk is not None and holds(c.chunk, name)]
             if not found:  # the name put first: a second search, its own candidates
                 focused = f"{name} {query}"
-                dense, text = self.index.rank_hybrid(self.embedder.embed_query(focused), focused, groups, depth)
+                dense, text = self.index.rank_hybrid(self.embedder.embed_query(focused), focused, groups, depth,
+                                                     with_chunks=True)
                 fused: dict[str, _Candidate] = {}
                 self._fuse(fused, "dense", dense)
                 self._fuse(fused, "bm25", text)
