@@ -371,13 +371,10 @@ class SQLiteAuditStore(_SQLAuditStore):
         with self._commit:  # the records deferred before this one go first, in its transaction
             taken = self._take()
             try:
-                with self._tx() as cur:
-                    written = self._write(cur, [*self._journaled, *taken, entry])
-                    self._mark_chained(cur)
+                written = self._chain([*taken, entry], synced=True)
             except BaseException:
                 self._give_back(taken)
                 raise
-            self._chained()
             self._done(len(taken))
         return written
 
@@ -483,13 +480,10 @@ class SQLiteAuditStore(_SQLAuditStore):
             self._journal.append(audit_journal.encode(entries), sync=self.sync_reads)
         except OSError:  # a full or read-only disk: the table then, and a journal that may end mid-line goes
             try:
-                with self._tx(synced=self.sync_reads) as cur:
-                    self._write(cur, [*self._journaled, *entries])
-                    self._mark_chained(cur)
+                self._chain(entries, synced=self.sync_reads)
             except BaseException:
                 self._give_back(taken)
                 raise
-            self._journaled = []
             self._retire_journal()
         else:
             self._journaled += entries
@@ -502,23 +496,22 @@ class SQLiteAuditStore(_SQLAuditStore):
     def _chain_journaled(self) -> None:
         """Chain what this process journaled, then any dead process's journals (``_commit`` held)."""
         if self._journaled:
-            with self._tx(synced=self.sync_reads) as cur:
-                self._write(cur, self._journaled)
-                self._mark_chained(cur)
-            self._chained()
+            self._chain([], synced=self.sync_reads)
         self._recover()
 
-    def _mark_chained(self, cur: Any) -> None:
-        """Record, in the transaction chaining them, that this journal's bytes are all chained."""
-        if self._journal.name:
-            cur.execute("INSERT OR REPLACE INTO toolcrib_audit_journals (name, chained) VALUES (?, ?)",
-                        (self._journal.name, self._journal.size))
-
-    def _chained(self) -> None:
-        """The journaled records were committed: forget them, and start a new journal past 1 MB."""
+    def _chain(self, entries: Sequence[_Entry], *, synced: bool) -> AuditRecord:
+        """Chain what is journaled, then ``entries``, in one transaction that also records this journal
+        as chained to its end; then forget the journaled records (``_commit`` held), and start a new
+        journal past 1 MB. Returns the last record written."""
+        with self._tx(synced=synced) as cur:
+            written = self._write(cur, [*self._journaled, *entries])
+            if self._journal.name:
+                cur.execute("INSERT OR REPLACE INTO toolcrib_audit_journals (name, chained) VALUES (?, ?)",
+                            (self._journal.name, self._journal.size))
         self._journaled = []
         if self._journal.size >= 1 << 20:
             self._retire_journal()
+        return written
 
     def _retire_journal(self) -> None:
         """Remove this process's journal (all of it chained) and what the table says of it."""

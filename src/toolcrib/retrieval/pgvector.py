@@ -105,8 +105,7 @@ class PgVectorIndex(Index):
             with conn.transaction(), conn.cursor() as cur:
                 return work(cur)
         except psycopg.Error as exc:
-            raise OperatorError(f"the PostgreSQL index failed ({type(exc).__name__}: "
-                                f"{getattr(exc, 'sqlstate', '') or 'no sqlstate'})") from exc
+            raise _failed(exc) from exc
 
     def _query(self, sql: str, params: Sequence[Any], side: bool = False) -> list[Any]:
         """The rows of the last statement in ``sql``: sent as one message, bound here, so that a ``SET
@@ -122,8 +121,7 @@ class PgVectorIndex(Index):
         except psycopg.errors.UndefinedTable:
             return []
         except psycopg.Error as exc:
-            raise OperatorError(f"the PostgreSQL index failed ({type(exc).__name__}: "
-                                f"{getattr(exc, 'sqlstate', '') or 'no sqlstate'})") from exc
+            raise _failed(exc) from exc
 
     def _walk(self, limit: int) -> str:
         """The settings of a filtered HNSW search for ``limit`` rows, as statements to send before it."""
@@ -303,6 +301,12 @@ class PgVectorIndex(Index):
             if conn is not None:
                 conn.close()
         self._conn, self._side, self._walker = None, None, None
+
+
+def _failed(exc: Exception) -> OperatorError:
+    """A database error as the operator sees it: its class and SQLSTATE, never its text."""
+    return OperatorError(f"the PostgreSQL index failed ({type(exc).__name__}: "
+                         f"{getattr(exc, 'sqlstate', '') or 'no sqlstate'})")
 
 
 def _chunk(row: Sequence[Any]) -> Chunk:
