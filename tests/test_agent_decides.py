@@ -205,6 +205,7 @@ def test_a_change_the_gate_refuses_is_reported_by_code_with_the_exact_call_and_n
     invented = {"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "F9", "quantity": 2}}]}
     answer, model, tracer = run([invented, "Done, 2 reserved."], "Reserve 2 F2 filters.")
     assert len(model.requests) == 1 and not RESERVED  # no answer written around the refusal
-    assert answer.text.startswith('reserve_stock({"part_number": "F9", "quantity": 2}) was not carried out: ')
+    assert answer.text.startswith('reserve_stock({"part_number": "F9", "quantity": 2}) was refused, so I cannot '
+                                  'do this as asked: ')
     assert "(ungrounded_argument)" in answer.text and answer.text.endswith("Nothing was changed.")
     assert any(e.kind == EventKind.EVIDENCE_RULE and "refused" in e.title for e in tracer.events)

@@ -108,3 +108,17 @@ def test_what_each_document_says_of_an_identifier_is_quoted_and_one_saying_nothi
     lines = answer.splitlines()
     assert len(lines) == 3 and "$389.00" in lines[1] and "298.00" in lines[2]  # no price in the manual: left out
     assert lines[1].startswith("- Parts List, version 2026.4: ")
+
+
+def test_a_request_for_what_named_sources_each_say_is_quoted_from_each() -> None:
+    parts = CitedPassage("parts-list#c4", doc_id="parts-list", title="Parts List",
+                         text="| Part number | Name | Price (USD) |\n|---|---|---|\n"
+                              "| RLY-1240 | Safety relay | $36.80 |")
+    contract = CitedPassage("contract-tamarack#c13", doc_id="contract-tamarack", title="Agreement with Tamarack",
+                            text="Annex 1. RLY-1240 safety relay, 24 V coil: USD 21.40 per unit.")
+    question = "What do the parts list and the Tamarack contract each say an RLY-1240 relay costs?"
+    assert asks_documents(question) and asks_documents("What does the returns policy say about opened items?")
+    assert not asks_documents("What does an RLY-1240 relay cost?")
+    answer = quoted_answer(question, [parts, contract])
+    assert answer is not None and "$36.80" in answer and "USD 21.40" in answer
+    assert "[parts-list#c4]" in answer and "[contract-tamarack#c13]" in answer

@@ -89,3 +89,15 @@ def test_the_best_passage_is_shown_whole_and_counts_against_the_budget() -> None
     shown = (cut[0] or "").removesuffix(GAP.rstrip())
     assert GUIDE.startswith(shown) and 800 < len(shown) <= 900  # whole, but never past the budget
     assert cut[1] is not None and "within 30 days of delivery" in cut[1] and len(cut[1]) < 300
+
+
+def test_a_name_the_passage_title_holds_does_not_choose_its_sentence() -> None:
+    vogel = "7.1 Prices may be revised once a year in line with the HICP, capped at 4%. Vogel sends notice by post."
+    tamarack = ("7.1 Prices may be adjusted once a year by the US CPI, capped at 3%. Tamarack gives at least "
+                "ninety days' written notice. 7.2 Tariff changes are negotiated.")
+    question = "How can Vogel and Tamarack raise their prices?"
+    _, plain = excerpts([vogel, tamarack], question, 100)
+    _, titled = excerpts([vogel, tamarack], question, 100, titles=["Vogel contract", "Tamarack contract"])
+    assert plain is not None and titled is not None
+    assert "Tamarack gives" in plain and "CPI" not in plain  # the name's sentence wins without titles
+    assert "CPI, capped at 3%" in titled  # with them, the sentence about prices

@@ -35,6 +35,9 @@ _PROCEDURE = re.compile(r"^\s*how\s+(?:do|can|should|would|must)\s+(?:i|we|you)\
 # where the answer should come from, not what it is about
 _META = re.compile(r"\b(?:according\s+to|as\s+stated\s+in|in|from)\s+(?:our|the)\s+(?:documents?|docs|records|files)\b",
                    re.IGNORECASE)
+# asks what named sources say: "what do the parts list and the contract each say ...?"
+_SOURCES_SAY = re.compile(r"^\s*what\s+(?:do|does|did)\s+(?:the|our)\s+[^?]{3,80}?\s+(?:each\s+|both\s+)?say\b",
+                          re.IGNORECASE)
 # what the answer to an ask must hold: a price asked is a figure with its currency; an amount, a
 # duration or a date asked is a figure
 _PRICE_ASK = re.compile(r"\b(?:price[sd]?|costs?)\b", re.IGNORECASE)
@@ -52,8 +55,9 @@ _IDENTIFIER = re.compile(r"\b[A-Za-z]{1,6}-?\d[A-Za-z0-9-]*\b")
 
 
 def asks_documents(question: str) -> bool:
-    """Whether the request asks what the documents say ("... according to our documents?")."""
-    return _META.search(question) is not None
+    """Whether the request asks what the documents say ("... according to our documents?", "what do
+    the parts list and the contract each say ...?")."""
+    return _META.search(question) is not None or _SOURCES_SAY.search(question) is not None
 
 
 def asks(question: str) -> list[str]:
@@ -76,7 +80,7 @@ def quoted_answer(question: str, passages: Sequence[CitedPassage], conflicts: Se
     shown = [p for p in passages if p.doc_id not in older]
     quotes: list[tuple[CitedPassage, str]] = []
     for ask, among, optional in _targets(question, shown):
-        best = best_unit(_META.sub(" ", ask), [p.text for p in among])
+        best = best_unit(_SOURCES_SAY.sub(" ", _META.sub(" ", ask)), [p.text for p in among])
         if best is None or not _answers(ask, among[best.passage], best):
             if optional and quotes:
                 continue  # another document holding the identifier, saying nothing of it

@@ -113,9 +113,12 @@ def _cell(value: Any) -> str:
 
 def unanswered_words(question: str, lookups: Sequence[LookedUp]) -> set[str]:
     """The content words (stems) of ``question`` that no record holds, in its fields or values, and no
-    tool that returned one names or describes: what the request asks beyond what was looked up."""
+    tool that returned one names or describes: what the request asks beyond what was looked up. A
+    lookup that found nothing (``"found": false``) covers nothing: its tool's description is no answer."""
     covered: set[str] = set()
     for item in lookups:
+        if isinstance(item.record, Mapping) and item.record.get("found") is False:
+            continue
         text = json.dumps(item.record, ensure_ascii=False, default=str).replace("_", " ")
         covered |= stems(f"{item.tool.name.replace('_', ' ')} {item.tool.description} {text}")
     return stems(question) - _ASKING - covered

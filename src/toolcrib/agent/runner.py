@@ -26,9 +26,18 @@ from toolcrib.agent.records import (
     unanswered_words,
     with_identifiers,
 )
+from toolcrib.agent.requested import requested_arguments
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
-from toolcrib.errors import CallDropped, ConfigError, LimitExceeded, NotPermitted, OperatorError
+from toolcrib.errors import (
+    CallDropped,
+    ConfigError,
+    InvalidArguments,
+    LimitExceeded,
+    ModelFacingError,
+    NotPermitted,
+    OperatorError,
+)
 from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderScoped, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
@@ -153,6 +162,12 @@ class _Run:
     code_searched: bool = False
     paused: PausedRun | None = None
     request_flags: list[str] = field(default_factory=list)  # what the scanner flagged in the request itself
+
+
+def _not_carried_out(tool: str, arguments: Mapping[str, Any], message: str, code: str) -> str:
+    """What the answer says of a change refused as asked: the exact call, why, and that nothing changed."""
+    return (f"{tool}({json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)}) was refused, so I cannot "
+            f"do this as asked: {message} ({code}). Nothing was changed.")
 
 
 def _same_call(call: ToolCall, calls: Sequence[ToolCall]) -> bool:
@@ -290,6 +305,8 @@ class Runner:
 
     async def _single(self, run: _Run) -> Answer:
         specs = self._offer(run)
+        if (refused := self._refused_request(run)) is not None:
+            return refused
         first = self._complete(run, specs, decided_by="model", title="Model decides")
         if not first.tool_calls:
             if self._grounded(run) or not self.settings.require_evidence:
@@ -318,8 +335,10 @@ class Runner:
         pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
         if pending:
             return self._pause(run, pending)
-        if any(o.ok for o in outcomes) and all(o.effect == Effect.READ.value for o in outcomes):
-            await self._planned_lookups(run)
+        # lookups only: code adds the obvious ones the model left out, also when none of its calls
+        # succeeded (a query of a table the user may not read, for an order the request names)
+        if all(o.effect == Effect.READ.value for o in outcomes) and (
+                await self._planned_lookups(run) or any(o.ok for o in outcomes)):
             if self.settings.record_answers and (text := self._record_answer(run) or self._table_answer(run)):
                 run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code from the records", detail={
                     "reason": "the question asks for facts of the records looked up; code states their fields"})
@@ -371,6 +390,28 @@ class Runner:
                 calls.append(call)
         return calls, dropped
 
+    def _refused_request(self, run: _Run) -> Answer | None:
+        """A change the request spells out (``requested_arguments``) with a value the tool cannot take
+        ("Set CH3 to 12 V", "Reserve -3 F2"): refused by code before the model is asked, with the
+        tool's own reason, so no proposal that could never run is made or held for a person. None
+        when the request spells out no such change, or its values pass every check."""
+        offer = run.cctx.offer
+        for tool in offer.tools if offer is not None else ():
+            if tool.effect is Effect.READ or (arguments := requested_arguments(run.question, tool)) is None:
+                continue
+            try:
+                self.gate.admit(ToolCall(f"code_{run.calls + 1}", tool.name, arguments), run.cctx)
+            except InvalidArguments as exc:
+                run.tracer.record(EventKind.EVIDENCE_RULE, "Refused the values the request gives", detail={
+                    "tool": tool.name, "arguments": arguments, "error": exc.to_result().get("error", {}),
+                    "reason": "the request spells out a change whose values the tool cannot take; refused "
+                              "before any model call, and nothing was proposed"})
+                return self._finish(run, _not_carried_out(tool.name, arguments, exc.message, exc.code),
+                                    outcome="answered", code_wrote=True)
+            except ModelFacingError:
+                continue  # not permitted, not grounded ...: the model's path says so
+        return None
+
     def _refused_change(self, outcome: CallOutcome) -> str | None:
         """What the answer says when the run's one call was a change (WRITE/ACTUATE) the gate refused as
         proposed (invalid or invented arguments): the exact call, why, and that nothing changed. None
@@ -381,9 +422,8 @@ class Runner:
         if (outcome.status != "refused" or tool is None or tool.effect is Effect.READ
                 or error.get("code") in ("not_permitted", "not_offered")):
             return None
-        return (f"{outcome.call.name}({json.dumps(outcome.call.arguments, sort_keys=True, ensure_ascii=False)}) "
-                f"was not carried out: {error.get('message', 'refused')} ({error.get('code', 'refused')}). "
-                "Nothing was changed.")
+        return _not_carried_out(outcome.call.name, outcome.call.arguments, error.get("message", "refused"),
+                                error.get("code", "refused"))
 
     def _regrounded(self, run: _Run, outcome: CallOutcome) -> ToolCall | None:
         """A lookup by identifier refused because the model's identifier appears nowhere ("F2-001"), as
@@ -449,7 +489,7 @@ class Runner:
             return None
         return table_answer(run.question, data, citation)
 
-    async def _planned_lookups(self, run: _Run) -> None:
+    async def _planned_lookups(self, run: _Run) -> bool:
         """The obvious lookups the model's calls left out, proposed by code. A lookup by
         one identifier (``Tool.lookup_key``) that the request names by what it reads ("how many do we
         have in stock": lookup_stock) and the run has not made, with the identifier of its shape that the
@@ -459,18 +499,21 @@ class Runner:
         and no result holds ("... and who is their supplier?"). In up to two rounds (a chain), at most
         two calls in all, run through the gate like any call; WRITE/ACTUATE tools are never planned. (A
         document search for a request that asks two things was tried and dropped: on the demo set it
-        added ~40 s of prompt per question and passed none more.)"""
+        added ~40 s of prompt per question and passed none more.) Returns whether a planned lookup succeeded."""
         if not self.settings.plan_lookups:
-            return
+            return False
         two_asks = len(asks(run.question)) > 1
         budget = 2
+        found = False
         while budget:
             planned = self._plan(run, two_asks, budget)
             if not planned:
                 break
             budget -= len(planned)
-            await self._run_planned(run, planned, "the request names what this lookup reads, and the run holds "
-                                                  "its identifier")
+            outcomes = await self._run_planned(run, planned, "the request names what this lookup reads, and the run "
+                                                             "holds its identifier")
+            found = found or any(o.ok for o in outcomes)
+        return found
 
     async def _run_planned(self, run: _Run, calls: list[ToolCall], reason: str) -> list[CallOutcome]:
         """Calls code proposes (never WRITE/ACTUATE): each recorded as decided by code with ``reason``,
@@ -529,6 +572,8 @@ class Runner:
             if stop:
                 raise LimitExceeded(stop)  # ends the run with what it found so far (see _bounded)
             specs = self._offer(run)
+            if run.rounds == 0 and (refused := self._refused_request(run)) is not None:
+                return refused
             run.rounds += 1
             reply = self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})")
             if not reply.tool_calls:

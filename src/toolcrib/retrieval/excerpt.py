@@ -245,8 +245,16 @@ def term_weights(question: str, parsed: Sequence[Sequence[_Unit]]) -> dict[str, 
             for t in terms(question)}
 
 
+_TITLED = 0.25  # what a question term a passage's title holds weighs in choosing that passage's units
+
+
+def _titled(weights: dict[str, float], title: str) -> dict[str, float]:
+    held = terms(title)
+    return {t: w * _TITLED if t in held else w for t, w in weights.items()} if held & weights.keys() else weights
+
+
 def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collection[Collection[int]] = (),
-             whole: Collection[int] = ()) -> list[str | None]:
+             whole: Collection[int] = (), titles: Sequence[str] = ()) -> list[str | None]:
     """``texts`` (passages, best first) cut to about ``budget`` characters in all for ``question``.
 
     Passages in ``whole`` (the retriever's best) are shown whole, up to the budget, and count
@@ -256,13 +264,19 @@ def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collecti
     (None), unless it is in a group of ``keep`` (the versions of one document) of which one passage
     is related: then it keeps its best unit, or its opening words when it shares none. Unchanged:
     ``budget`` 0, texts within it, or texts sharing no word with the question (nothing to choose by).
+    A question term that a passage's title (``titles``: its document and section) holds says which
+    passage, not which of its units: within that passage it weighs a quarter ("Tamarack" in "how can
+    Vogel and Tamarack raise prices?" does not pick the Tamarack contract's sentence about notice).
     """
     if budget <= 0 or sum(len(t) for t in texts) <= budget:
         return list(texts)
     parsed = [units(t) for t in texts]  # each passage parsed once, for the weights and the choice
     weights = term_weights(question, parsed)
-    scores = [_scores(p, question, weights) for p in parsed]
-    best = [max(s, default=0.0) for s in scores]
+    # whether a passage bears on the question is judged with every term, which of its units with its
+    # title's terms weighing less
+    best = [max(_scores(p, question, weights), default=0.0) for p in parsed]
+    scores = [_scores(p, question, _titled(weights, titles[k] if k < len(titles) else ""))
+              for k, p in enumerate(parsed)]
     top = max(best, default=0.0)
     if top <= 0:
         return list(texts)

@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from toolcrib.retrieval.documents import Chunk, Passage, readable_by
 from toolcrib.retrieval.embedders import Embedder
-from toolcrib.retrieval.evidence import Conflict, Evidence
+from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
 from toolcrib.retrieval.excerpt import excerpts, names, terms
 from toolcrib.retrieval.index import Index, Ranked
 
@@ -155,18 +155,48 @@ class Retrieval:
         return len(wanted) >= 2 and any(wanted <= terms(p.chunk.search_text) for p in self.passages)
 
     def evidence(self) -> Evidence:
-        cited = [p.cited() for p in self.passages]
+        passages, section = self._in_reading_order()
+        cited = [p.cited() for p in passages]
         conflicts = self.conflicts
         if self.excerpt_chars:  # the best passage, and one added for a name, are shown whole; the versions
             # of a conflict stay together, all or (none of them bearing on the query) none
             at = {c.citation: k for k, c in enumerate(cited)}
             texts = excerpts([c.text for c in cited], self.query, self.excerpt_chars,
-                             whole={0} | {k for k, c in enumerate(cited) if c.citation in self.named},
-                             keep=[{at[cid] for cid in conflict.citations if cid in at} for conflict in conflicts])
+                             whole=set(range(section)) | self._named_best(cited),
+                             keep=[{at[cid] for cid in conflict.citations if cid in at} for conflict in conflicts],
+                             titles=[f"{c.title}\n{c.section}" for c in cited])
             cited = [replace(c, text=t) for c, t in zip(cited, texts, strict=True) if t is not None]
             shown = {c.citation for c in cited}
             conflicts = [c for c in conflicts if shown.issuperset(c.citations)]
         return Evidence(self.query, tuple(cited), tuple(conflicts), self.sufficient())
+
+    def _named_best(self, cited: Sequence[CitedPassage]) -> set[int]:
+        """The passages shown whole for the names the query asks about: one added for a name, and, when
+        it names two or more ("how can Vogel and Tamarack raise prices?"), each name's best passage, so
+        that each party's clause is read whole rather than the sentences sharing the query's words."""
+        shown = {k for k, c in enumerate(cited) if c.citation in self.named}
+        asked = names(self.query)
+        if len(asked) >= 2:
+            for name in asked:
+                held = [k for k, c in enumerate(cited) if name.casefold() in f"{c.title}\n{c.text}".casefold()]
+                shown.update(held[:1])
+        return shown
+
+    def _in_reading_order(self) -> tuple[list[Passage], int]:
+        """The passages, and how many at the front are shown whole: the best one, or, when the best
+        passage's section heading says most of what the query asks ("How to escalate a critical issue
+        (P1)" for "How do I escalate a critical issue?"), every passage of that section, first and in
+        the document's order, so that a procedure split over several chunks is read whole from step 1."""
+        passages = list(self.passages)
+        if not passages:
+            return passages, 0
+        best = passages[0].chunk
+        wanted = terms(self.query)
+        if len(wanted) < 2 or 3 * len(wanted & terms(best.section)) < 2 * len(wanted):
+            return passages, 1
+        same = [p for p in passages if p.chunk.meta.doc_id == best.meta.doc_id and p.chunk.section == best.section]
+        same.sort(key=lambda p: _chunk_order(p.chunk.chunk_id))
+        return [*same, *(p for p in passages if p not in same)], len(same)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``vector_search`` tool's result (what the model reads is ``Evidence.to_text``)."""
@@ -338,6 +368,12 @@ class _Candidate:
         self.relevance = 0.0
         self.exact_match = False
         self.sources: dict[str, int] = {}
+
+
+def _chunk_order(chunk_id: str) -> tuple[int, str]:
+    """Where a chunk stands in its document ("c12" after "c5"), for ids that number their chunks."""
+    digits = re.sub(r"\D", "", chunk_id)
+    return (int(digits) if digits else 0, chunk_id)
 
 
 def _containing(candidates: Iterable[_Candidate], identifier: str) -> list[tuple[_Candidate, Chunk]]:

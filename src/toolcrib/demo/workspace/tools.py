@@ -173,6 +173,8 @@ def get_order_status(order_id: Annotated[str, ORDER], ctx: ToolContext) -> Resul
         order_id: the order id, for example "ORD-0000".
     """
     oid = _norm(order_id)
+    if oid.isdigit():  # "order 1001", as users write it (the ORDER shape takes it)
+        oid = f"ORD-{oid}"
     with _connect(ctx) as conn:
         # the tenant comes from the authenticated principal, never from the model's arguments
         row = conn.execute("SELECT order_id, customer, created, status, carrier, tracking, eta, items "
@@ -208,7 +210,14 @@ def search_catalog(ctx: ToolContext, title: str = "", author: str = "") -> Resul
     return {"found": bool(rows), "count": len(rows), "books": [dict(r) for r in rows]}
 
 
-@tool(effect=Effect.WRITE, resource_version=_catalog_version)
+def _check_patron(values: dict[str, Any], ctx: ToolContext) -> None:
+    """Run by the gate before approval: staff may place holds for anyone, others only for themselves."""
+    principal = ctx.principal
+    if str(values["patron"]).strip() != principal.user_id and not principal.in_group(*STAFF_GROUPS):
+        raise NotPermitted("You can only place holds for yourself.")
+
+
+@tool(effect=Effect.WRITE, check=_check_patron, resource_version=_catalog_version)
 def place_hold(book_id: Annotated[str, BOOK], patron: str, ctx: ToolContext) -> Result:
     """Place a hold on a library book for a patron (changes the library's records).
 
@@ -219,11 +228,9 @@ def place_hold(book_id: Annotated[str, BOOK], patron: str, ctx: ToolContext) -> 
         book_id: the catalogue id from search_catalog, for example "BK-000".
         patron: the user id of the person the book is for; staff may only name themselves.
     """
+    _check_patron({"patron": patron}, ctx)  # also when called without the gate
     bid = _norm(book_id)
     patron = patron.strip()
-    principal = ctx.principal
-    if patron != principal.user_id and not principal.in_group(*STAFF_GROUPS):
-        raise NotPermitted("You can only place holds for yourself.")
     with _connect(ctx, write=True) as conn:
         book = conn.execute("SELECT title, copies_available FROM catalog WHERE book_id = ?", (bid,)).fetchone()
         if book is None:
