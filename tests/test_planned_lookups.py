@@ -121,3 +121,16 @@ def test_loop_mode_adds_nothing_when_the_calls_found_what_was_asked(ws: Path) ->
                          replies=("ORD-1001 has shipped [get_order_status#1].",))
     assert planned(events) == [] and ran(answer) == [("get_order_status", {"order_id": "ORD-1001"})]
     assert answer["text"].startswith("ORD-1001 has shipped")
+
+
+def test_what_a_passage_names_for_the_request_is_looked_up_for_what_it_asks(ws: Path) -> None:
+    _, events = ask(ws, "Which probe does temperature channel C of the KB-400 use, and what does it cost?",
+                    {"name": "vector_search", "arguments": {"query": "KB-400 temperature channel C probe"}})
+    # the manual's line "Temperature channel C: ... PT100 probe TC-PT100" names two identifiers of the
+    # part shape; both are looked up by code, and the catalogue has one
+    assert planned(events)[-2:] == [("lookup_part", {"part_number": "PT100"}),
+                                    ("lookup_part", {"part_number": "TC-PT100"})]
+    # asked nothing a lookup returns: nothing is looked up from the passage
+    _, events = ask(ws, "Which probe does temperature channel C of the KB-400 use?",
+                    {"name": "vector_search", "arguments": {"query": "KB-400 temperature channel C probe"}})
+    assert ("lookup_part", {"part_number": "TC-PT100"}) not in planned(events)

@@ -40,6 +40,8 @@ from toolcrib.errors import (
 )
 from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderScoped, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
+from toolcrib.retrieval.excerpt import best_unit
+from toolcrib.retrieval.retriever import contains_exactly, find_identifiers
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding, identifiers, stems
 from toolcrib.tools.registry import Offer, tool_specs
@@ -168,6 +170,12 @@ def _not_carried_out(tool: str, arguments: Mapping[str, Any], message: str, code
     """What the answer says of a change refused as asked: the exact call, why, and that nothing changed."""
     return (f"{tool}({json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)}) was refused, so I cannot "
             f"do this as asked: {message} ({code}). Nothing was changed.")
+
+
+def _without_identifiers(text: str) -> str:
+    for identifier in find_identifiers(text):
+        text = text.replace(identifier, " ")
+    return text
 
 
 def _same_call(call: ToolCall, calls: Sequence[ToolCall]) -> bool:
@@ -360,11 +368,47 @@ class Runner:
 
     async def _search_unanswered(self, run: _Run) -> None:
         """Search the documents (``search_when_unanswered``) when the run's lookups found something, but
-        not what two or more words of the request ask about."""
+        not what two or more words of the request ask about; then look up what the passages name for
+        the request, when it asks for what a lookup returns (``_passage_lookups``)."""
         if (self.settings.search_when_unanswered and self._grounded(run)  # found something, not all
                 and len(missing := self._unanswered(run)) >= 2):
             await self._search_documents(run, f"the request asks about {', '.join(sorted(missing))}, "
                                               "which no result holds")
+        await self._passage_lookups(run)
+
+    async def _passage_lookups(self, run: _Run) -> None:
+        """A lookup by identifier of what the organisation's own passages name for the request ("which
+        probe does channel C use, and what does it cost?": the passage's "PT100 probe TC-PT100"), when
+        the request asks for what that lookup returns (its price) and no result holds it: the
+        identifiers of its shape in the passage unit that bears most on the request, not in the request
+        and not looked up yet, at most two (``plan_lookups``; READ only, decided by code)."""
+        passages = [p for p in run.evidence.passages.values() if p.trusted]
+        if not self.settings.plan_lookups or not passages or run.cctx.flags:
+            return
+        records = [json.dumps(o.payload.get("data"), ensure_ascii=False, default=str) for o in run.outcomes
+                   if o.ok and not o.found_nothing and (t := self.gate.registry.get(o.call.name)) is not None
+                   and "retrieval" not in t.tags]
+        held = stems(" ".join(records))
+        made = {(o.call.name, json.dumps(o.call.arguments, sort_keys=True)) for o in run.outcomes}
+        offer = self._current_offer(run)  # the passages' identifiers are grounded now
+        planned: list[ToolCall] = []
+        for tool in offer.tools:
+            key = tool.lookup_key()
+            if key is None or not tool.returns_asked(run.question, held):
+                continue
+            # what names the thing is the rest of the request ("which probe does channel C use"), read
+            # without the identifiers it names already (the thing sought is another one)
+            naming = " ".join(a for a in asks(run.question) if not tool.returns_asked(a, set()))
+            best = best_unit(_without_identifiers(naming), [p.text for p in passages]) if naming else None
+            for value in dict.fromkeys(identifiers(best.text, key[1]) if best is not None else ()):
+                arguments = {key[0]: value}
+                if (not contains_exactly(run.question, value) and len(planned) < 2
+                        and (tool.name, json.dumps(arguments, sort_keys=True)) not in made):
+                    planned.append(ToolCall(f"code_{run.calls + len(planned) + 1}", tool.name, arguments))
+        if planned:
+            self._offer(run, offer)
+            await self._run_planned(run, planned, "a passage names it for what the request asks, and the request "
+                                                  "asks for what this lookup returns")
 
     def _decided_calls(self, proposed: Sequence[ToolCall]) -> tuple[list[ToolCall], list[tuple[ToolCall, str]]]:
         """The calls single mode makes of the model's one decision, and those it drops with why: a change

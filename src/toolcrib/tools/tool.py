@@ -77,6 +77,8 @@ def name_words(name: str) -> list[str]:
     return re.split(r"[_.\-]", name)
 
 
+# A word a request asks with, as a tool's description states it (stems): "what does it cost?" asks for a price.
+_ASKED_AS = {"cost": "pric", "worth": "pric"}
 # Words in tool names that say nothing about what the tool reads.
 _GENERIC = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from"})
 # Words of a description's first sentence that say how a tool works, not what it returns.
@@ -216,7 +218,9 @@ class Tool:
         summary = self.summary
         keyed_by = stems(" ".join([*name_words(self.name), *self.parameters.get("properties", {})]).replace("_", " "))
         wanted = {w for w in stems(summary) if len(w) > 3} - _VAGUE - keyed_by  # "part": what it is keyed by
-        return bool((wanted & stems(request)) - held)
+        asked = stems(request)
+        asked |= {_ASKED_AS[w] for w in asked if w in _ASKED_AS}
+        return bool((wanted & asked) - held)
 
     def sources(self, data: Any, *, encoded: str | None = None) -> list[tuple[Source, str]]:
         """The texts of one result of this tool, each with where it came from. ``encoded``: ``data``
