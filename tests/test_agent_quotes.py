@@ -122,3 +122,20 @@ def test_a_request_for_what_named_sources_each_say_is_quoted_from_each() -> None
     answer = quoted_answer(question, [parts, contract])
     assert answer is not None and "$36.80" in answer and "USD 21.40" in answer
     assert "[parts-list#c4]" in answer and "[contract-tamarack#c13]" in answer
+
+
+def test_a_procedure_whose_section_heading_is_the_question_is_quoted_step_by_step() -> None:
+    section = "Guide > 4. How to escalate a critical issue"
+    one = CitedPassage("guide#c6", doc_id="guide", title="Support Guide", section=section,
+                       text="1. **Make it safe.** Tell the customer to switch off.\n2. **Open the ticket as P1.**\n"
+                            "3. **Call the on-call engineer within 15 minutes** on extension 4400.")
+    two = CitedPassage("guide#c7", doc_id="guide", title="Support Guide", section=section,
+                       text="5. **Reply to the customer within 30 minutes** of the ticket being created.")
+    answer = quoted_answer("How do I escalate a critical issue?", [one, two])
+    assert answer is not None
+    lines = answer.splitlines()
+    assert lines[1] == "1. Make it safe. Tell the customer to switch off. [guide#c6]"  # a short title with its sentence
+    assert "within 15 minutes" in lines[3] and lines[4] == "…" and lines[5].endswith("[guide#c7]")  # step 4: a gap
+    # a section that is not about what is asked, or too few steps: left to the model
+    assert quoted_answer("How do I return an item?", [one, two]) is None
+    assert quoted_answer("How do I escalate a critical issue?", [two]) is None

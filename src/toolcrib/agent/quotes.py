@@ -15,11 +15,14 @@ import re
 from collections.abc import Sequence
 
 from toolcrib.retrieval.evidence import CitedPassage, Conflict
-from toolcrib.retrieval.excerpt import BestUnit, best_unit, cut, names
+from toolcrib.retrieval.excerpt import GAP, BestUnit, best_unit, cut, names, terms, units
 from toolcrib.retrieval.retriever import contains_exactly
 
 MIN_COVER = 0.3  # the share of an ask's term weight its quoted unit must hold
 MIN_HELD = 2  # and how many of its terms, at least
+MIN_STEPS = 3  # numbered steps a procedure's quote needs
+_STEP = re.compile(r"^\s*(\d{1,2})[.)]\s+\S")
+_STEP_TITLE = 80  # a step shorter than this is a title: the sentence after it is quoted with it
 _QUOTE_CHARS = 600
 
 # a request that asks two things: "what does X cost and how often should it be replaced?"
@@ -74,6 +77,8 @@ def quoted_answer(question: str, passages: Sequence[CitedPassage], conflicts: Se
     conflicting versions (``conflicts``) only the newest is quoted: the note the citation review adds
     says what each version says. Each value in ``sought`` (what a lookup of the run found nothing
     for: "channel Z") must be named by a quote, or there is nothing to quote."""
+    if passages and _PROCEDURE.search(question) and not _REASONING.search(question):
+        return _steps(question, passages)
     if not passages or _REASONING.search(question) or _PROCEDURE.search(question) or _holds_figure(question):
         return None
     older = {v.get("doc_id") or v.get("citation", "").split("#", 1)[0] for c in conflicts for v in c.versions[1:]}
@@ -94,6 +99,33 @@ def quoted_answer(question: str, passages: Sequence[CitedPassage], conflicts: Se
     lines = [f'{_where(p)}: "{cut(_inline(text), _QUOTE_CHARS)}" [{p.citation}]' for p, text in quotes]
     return f"According to {lines[0]}" if len(lines) == 1 else "From the documents:\n" + "\n".join(
         f"- {line}" for line in lines)
+
+
+def _steps(question: str, passages: Sequence[CitedPassage]) -> str | None:
+    """A procedure question whose best passage's section heading says what is asked ("How to escalate
+    a critical issue (P1)" for "How do I escalate a critical issue?"): that section's numbered steps in
+    the order its passages give them (the retriever puts them in the document's order), each with the
+    sentence after a short step title, quoted with its citation. None with fewer than ``MIN_STEPS``."""
+    first = passages[0]
+    wanted = terms(question)
+    if not first.trusted or len(wanted) < 2 or 3 * len(wanted & terms(first.section)) < 2 * len(wanted):
+        return None
+    lines: list[str] = []
+    number = 0
+    for passage in (p for p in passages if p.doc_id == first.doc_id and p.section == first.section):
+        parts = [u.text for u in units(passage.text)]
+        for i, text in enumerate(parts):
+            if not (step := _STEP.match(text)):
+                continue
+            if len(text) < _STEP_TITLE and i + 1 < len(parts) and not _STEP.match(parts[i + 1]):
+                text = f"{text} {parts[i + 1]}"
+            if number and int(step.group(1)) != number + 1:
+                lines.append(GAP.strip())  # a step no passage found holds: the reader sees the gap
+            number = int(step.group(1))
+            lines.append(f"{cut(_inline(text), _QUOTE_CHARS // 2)} [{passage.citation}]")
+    if sum(line != GAP.strip() for line in lines) < MIN_STEPS:
+        return None
+    return f"According to {_where(first)}:\n" + "\n".join(lines)
 
 
 def _answers(ask: str, passage: CitedPassage, best: BestUnit) -> bool:
