@@ -173,9 +173,9 @@ def test_no_evidence_needed_when_the_workspace_does_not_require_it() -> None:
     assert r.ask("What can you do?", USER).text == "Hello! Ask me about parts."
 
 
-def test_loop_mode_stops_at_the_round_limit_with_a_clear_message() -> None:
-    r, _ = runner([call("search_notes", query=f"q{i}") for i in range(3)], mode="loop", limits=Limits(rounds=3))
-    answer = r.ask("Keep searching", USER)
+def test_loop_mode_stops_at_the_round_limit_with_a_clear_message_when_nothing_was_found() -> None:
+    r, _ = runner([call("lookup_part", part_number=f"X-{i}") for i in range(3)], mode="loop", limits=Limits(rounds=3))
+    answer = r.ask("Keep looking up X-0, X-1 and X-2", USER)  # each found nothing: no evidence to answer from
     assert answer.outcome == "limit"
     assert "limit of 3 model rounds (limits.rounds)" in answer.text
 
@@ -401,3 +401,13 @@ def test_the_final_ask_of_a_question_about_several_parties_or_things_asks_for_ea
     assert "each of" not in final_ask("Can Vogel raise its prices?")  # one party: nothing to split
     two = final_ask("Can Vogel raise its prices, and when must it tell us?")
     assert "asks 2 things: (1) Can Vogel raise its prices; (2) when must it tell us?" in two
+
+
+def test_out_of_rounds_with_evidence_the_loop_answers_from_it_instead_of_stopping() -> None:
+    replies = [call("lookup_part", part_number="HLV-2205"), call("search_notes", query="HLV-2205"),
+               "HLV-2205 costs $52.00 [lookup_part#1]."]
+    r, model = runner(replies, mode="loop", limits=Limits(rounds=2))
+    answer = r.ask("What does part HLV-2205 cost?", USER)
+    assert answer.outcome == "answered" and "$52.00" in answer.text and "stopped" not in answer.text
+    assert len(model.requests) == 3  # two rounds, then the final answer code asked for
+    assert TRACERS[-1].count(EventKind.LIMIT_REACHED) == 1

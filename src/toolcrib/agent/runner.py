@@ -385,10 +385,7 @@ class Runner:
         passages = [p for p in run.evidence.passages.values() if p.trusted]
         if not self.settings.plan_lookups or not passages or run.cctx.flags:
             return
-        records = [json.dumps(o.payload.get("data"), ensure_ascii=False, default=str) for o in run.outcomes
-                   if o.ok and not o.found_nothing and (t := self.gate.registry.get(o.call.name)) is not None
-                   and "retrieval" not in t.tags]
-        held = stems(" ".join(records))
+        held = stems(" ".join(self._records(run)))
         made = {(o.call.name, json.dumps(o.call.arguments, sort_keys=True)) for o in run.outcomes}
         offer = self._current_offer(run)  # the passages' identifiers are grounded now
         planned: list[ToolCall] = []
@@ -570,6 +567,13 @@ class Runner:
         self._observe(run, outcomes)
         return outcomes
 
+    def _records(self, run: _Run) -> list[str]:
+        """The records the run's own systems returned, as JSON text: successful results of trusted tools,
+        not document searches, not content others wrote."""
+        return [json.dumps(o.payload.get("data"), ensure_ascii=False, default=str) for o in run.outcomes
+                if o.ok and (t := self.gate.registry.get(o.call.name)) is not None and t.trusted
+                and "retrieval" not in t.tags]
+
     def _plan(self, run: _Run, two_asks: bool, budget: int) -> list[ToolCall]:
         """One round of ``_planned_lookups``: the calls to add now (recording the offer they come from)."""
         offer = self._current_offer(run)  # what the run may use now: a result may have named an identifier
@@ -578,10 +582,7 @@ class Runner:
         # an identifier the model looked up is looked up again by another tool only for a second ask
         # ("what does F2 cost and is it in stock?"), not for one ask that names both ("is part F2 in stock?")
         used = set() if two_asks else looked_up
-        # the records the run's own systems returned (not documents, not content others wrote)
-        records = [json.dumps(o.payload.get("data"), ensure_ascii=False, default=str) for o in run.outcomes
-                   if o.ok and (t := self.gate.registry.get(o.call.name)) is not None and t.trusted
-                   and "retrieval" not in t.tags]
+        records = self._records(run)
         held = stems(" ".join(records))
         planned: list[ToolCall] = []
         for tool in offer.tools:
@@ -613,6 +614,12 @@ class Runner:
         limits = self.settings.limits
         while True:
             stop = self._limit_reached(run)
+            if stop and self._grounded(run) and run.rounds >= limits.rounds:
+                # out of rounds with evidence in hand: one final answer from it, asked by code, rather
+                # than "I stopped" (a small model reads on past what it needs)
+                run.tracer.record(EventKind.LIMIT_REACHED, "Limit reached: answer from what was found",
+                                  detail={"reason": stop})
+                return await self._finish_with_final_ask(run)
             if stop:
                 raise LimitExceeded(stop)  # ends the run with what it found so far (see _bounded)
             specs = self._offer(run)
