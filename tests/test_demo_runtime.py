@@ -75,9 +75,17 @@ def test_tools_not_offered_to_a_group_never_run(ws: Workspace) -> None:
     assert [(r["name"], r["error"]["code"]) for r in answer.refused] == [("live_read_temperature", "not_permitted")]
 
 
+def test_a_request_spelling_out_an_out_of_range_set_point_is_refused_before_the_model(ws: Workspace) -> None:
+    model = ScriptedModel(["never asked"])
+    answer = ws.runner(model).ask("Set CH3 to 12 V.", ws.principal("liam"))
+    assert not model.requests and not answer.executed and not answer.pending and not answer.refused
+    assert "was refused, so I cannot do this as asked" in answer.text and "5.5" in answer.text
+    assert not ws.approvals().pending()
+
+
 def test_the_safety_envelope_refuses_an_out_of_range_set_point(ws: Workspace) -> None:
     model = ScriptedModel([call("set_supply_voltage", channel="CH3", volts=12.0), "CH3 cannot go to 12 V."] * 2)
-    answer = ws.runner(model).ask("Set CH3 to 12 V.", ws.principal("liam"))
+    answer = ws.runner(model).ask("Set the CH3 logic rail to twelve volts.", ws.principal("liam"))
     assert not answer.executed and not answer.pending
     [refusal] = answer.refused
     assert refusal["error"]["code"] in {"invalid_arguments", "outside_safety_envelope"}
