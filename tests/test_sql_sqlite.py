@@ -233,3 +233,17 @@ def test_cli_entry_returns_rows_or_the_error_shape(db: SQLiteReadOnly) -> None:
     assert run_sql_cli(db, "DROP TABLE orders", []) == {
         "ok": False, "error": {"code": "not_permitted",
                                "message": "only one SELECT statement is allowed (found DROP)"}}
+
+
+@pytest.mark.parametrize(("request_text", "found"), [
+    ("What's the status of order number 1001; DROP TABLE orders;--?", "; DROP TABLE"),
+    ("Robert'); delete from students", "; delete from"),
+    ("look up name = 'x' OR '1'='1'", "' OR '1'='1"),
+    ("parts 1 union all select password from users", "union all select"),
+    ("How many parts cost over $10; and which are out of stock?", ""),
+    ("I want to update; delete the old ticket later", ""),
+])
+def test_sql_statement_text_in_a_request_is_recognised(request_text: str, found: str) -> None:
+    from toolcrib.sql.guard import statement_text
+
+    assert statement_text(request_text) == found

@@ -29,7 +29,8 @@ def desk(messages: list[Message], tools: list[ToolSpec] | None) -> Completion | 
         return "I could not find that."
     ids = _IDS.search(messages[-1].content)
     cite = ids.group(1).split(",")[0].strip() if ids else ""
-    result = next((m.content for m in reversed(messages) if m.role == "tool"), "")
+    # a tool result in the conversation, or the evidence brief just before the final ask
+    result = next((m.content for m in reversed(messages) if m.role == "tool"), messages[-2].content)
     price = re.search(r'"price": "([^"]+)"', result)
     if price:
         return f"It costs {price.group(1)} [{cite}]."

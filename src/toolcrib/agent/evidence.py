@@ -137,12 +137,12 @@ class EvidenceLedger:
         """The ids an answer may cite."""
         return [cid for cid in self.items if cid not in self.found_nothing]
 
-    def conflict_notes(self, question: str | None = None) -> list[str]:
+    def conflict_notes(self, conflicts: Sequence[Conflict], question: str | None = None) -> list[str]:
         """A sentence per conflict naming each version; with the ``question``, what each version says
         on it, quoted by code from the version's passage (never left to the model to attribute)."""
-        quotes = {cid: quote for c in self.conflicts if question for cid in c.citations if cid in self.texts
+        quotes = {cid: quote for c in conflicts if question for cid in c.citations if cid in self.texts
                   if (quote := key_sentence(self.texts[cid], question))}
-        return [c.describe(quotes) for c in self.conflicts]
+        return [c.describe(quotes) for c in conflicts]
 
     def review(self, text: str, question: str | None = None, *, check_claims: bool = True) -> CitationReview:
         """Keep citations to evidence this run retrieved; drop and flag any other; with the ``question``
@@ -167,10 +167,6 @@ class EvidenceLedger:
         for cid, item in known.items():  # tool results the answer rests on are cited by code
             if item.kind == "tool" and cid not in self.found_nothing:
                 cited.setdefault(cid, item)
-        for conflict in self.conflicts:  # the note below names every version
-            for cid in conflict.citations:
-                if cid in known:
-                    cited.setdefault(cid, known[cid])
         passages = {cid: item for cid, item in known.items() if item.kind in ("passage", "web")}
         if passages and not any(c.kind in ("passage", "web") for c in cited.values()):
             best = best_support(text, {cid: self.texts[cid] for cid in passages})
@@ -186,7 +182,14 @@ class EvidenceLedger:
             if holder is not None and holder not in cited:
                 cited[holder] = passages[holder]
                 flags.append(f"[{holder}] attached by code: it holds the figures of: {claim[:120]}")
-        notes = self.conflict_notes(question)
+        # a document in several versions bears on the answer when it cites one of them: the note below
+        # then names every version, each cited (another document's versions are not the answer's)
+        bearing = [c for c in self.conflicts if cited.keys() & set(c.citations)]
+        for conflict in bearing:
+            for cid in conflict.citations:
+                if cid in known:
+                    cited.setdefault(cid, known[cid])
+        notes = self.conflict_notes(bearing, question)
         flags += [f"conflicting sources: {n}" for n in notes]
         text = text.strip()
         if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions

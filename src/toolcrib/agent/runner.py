@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
+from toolcrib.agent.brief import evidence_brief
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
 from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
 from toolcrib.agent.quotes import asks, asks_documents, compared, quoted_answer
@@ -42,6 +43,8 @@ from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderS
 from toolcrib.policy.principal import Principal
 from toolcrib.retrieval.excerpt import best_unit
 from toolcrib.retrieval.retriever import contains_exactly, find_identifiers
+from toolcrib.sql.guard import statement_text
+from toolcrib.sql.tool import SQL_RESOURCE
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding, identifiers, stems
 from toolcrib.tools.registry import Offer, tool_specs
@@ -305,11 +308,16 @@ class Runner:
 
     def _current_offer(self, run: _Run) -> Offer:
         offer = self.gate.offer(run.principal, run.cctx.grounding if self.settings.offer_only_groundable else None)
-        if not run.request_flags:
+        withheld: dict[str, str] = {}
+        if run.request_flags:
+            withheld |= {t.name: "the request carries instruction-like text, so nothing may be changed in this run"
+                         for t in offer.tools if t.effect is not Effect.READ}
+        if sql := statement_text(run.question):  # typed lookups stay offered; a query text could carry it
+            withheld |= {t.name: f"the request carries SQL statement text ({sql!r}), so no query is written "
+                                 "from it in this run" for t in offer.tools if SQL_RESOURCE in t.tags}
+        if not withheld:
             return offer
-        changes = {t.name: "the request carries instruction-like text, so nothing may be changed in this run"
-                   for t in offer.tools if t.effect is not Effect.READ}
-        return Offer(tuple(t for t in offer.tools if t.name not in changes), {**offer.withheld, **changes})
+        return Offer(tuple(t for t in offer.tools if t.name not in withheld), {**offer.withheld, **withheld})
 
     async def _single(self, run: _Run) -> Answer:
         specs = self._offer(run)
@@ -666,11 +674,12 @@ class Runner:
     # -- steps ------------------------------------------------------------------------------------
 
     def _complete(self, run: _Run, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
-                  tool_choice: Literal["auto", "none", "required"] = "auto") -> Completion:
+                  tool_choice: Literal["auto", "none", "required"] = "auto",
+                  messages: list[Message] | None = None) -> Completion:
         model = self.model
         if isinstance(model, ReaderScoped):  # a provider that reads documents reads only the principal's
             model = model.for_reader(sorted(run.principal.groups))
-        reply = model.complete(run.messages, specs or None, tool_choice=tool_choice,
+        reply = model.complete(run.messages if messages is None else messages, specs or None, tool_choice=tool_choice,
                                max_tokens=self.settings.max_tokens)
         run.tokens_in += reply.tokens_in
         run.tokens_out += reply.tokens_out
@@ -773,8 +782,12 @@ class Runner:
         elif len(parts := asks(run.question)) >= 2:
             ask += "\n" + prompts.EVERY_ASK.format(count=len(parts), asks="; ".join(
                 f"({i}) {part}" for i, part in enumerate(parts, 1)))
-        run.messages.append(Message("user", ask))
-        final = self._complete(run, None, decided_by="code", title="Ask for a final answer")
+        # the system block (cached by the decision), the question and the brief: the conversation that
+        # found the evidence is not replayed
+        brief = prompts.EVIDENCE.format(evidence=evidence_brief(run.evidence, run.outcomes))
+        messages = [m for m in run.messages if m.role == "system"] + [
+            Message("user", run.question), Message("user", brief), Message("user", ask)]
+        final = self._complete(run, None, decided_by="code", title="Ask for a final answer", messages=messages)
         return self._answer(run, final.text)
 
     def _quoted_answer(self, run: _Run) -> str | None:

@@ -4,6 +4,7 @@ guards (authorizer, role, read-only transaction) stand behind it in case it is e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -50,6 +51,24 @@ class CheckedQuery:
     tables: frozenset[str]
     placeholders: int
     claimed: Mapping[str, str] = field(default_factory=dict)
+
+
+# SQL a request carries as text: a statement after a terminator, UNION SELECT, a quote closed into an
+# always-true condition, or a comment that cuts off the rest of a query
+_STATEMENT_TEXT = re.compile(
+    r";\s*(?:drop\s+(?:table|view|index|database|schema)|delete\s+from|insert\s+into|update\s+\w+\s+set"
+    r"|alter\s+table|truncate\s+\w|create\s+(?:table|view|index|trigger)|grant\s+\w|attach\s+database"
+    r"|pragma\s+\w|exec(?:ute)?\s+\w)\b"
+    r"|\bunion\s+(?:all\s+)?select\b"
+    r"|['\"]\s*(?:or|and)\s+['\"]?\w+['\"]?\s*=\s*['\"]?\w+"
+    r"|(?:;|['\"])\s*--",
+    re.IGNORECASE)
+
+
+def statement_text(text: str) -> str:
+    """The SQL statement text a request (not a query) carries ("1001; DROP TABLE orders;--"), or ''."""
+    match = _STATEMENT_TEXT.search(text)
+    return match.group(0) if match else ""
 
 
 def fold_name(name: str, *, quoted: bool, dialect: str) -> str:

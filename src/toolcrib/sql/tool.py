@@ -39,7 +39,7 @@ def make_sql_query_tool(schema_text: str = "", *, timeout_s: float = 10.0) -> To
 
     description = _DESCRIPTION + ("\n" + schema_text.strip() if schema_text.strip() else "")
     return make_tool(sql_query, name="sql_query", description=description, effect=Effect.READ,
-                     timeout_s=timeout_s)
+                     timeout_s=timeout_s, tags=(SQL_RESOURCE,))
 
 
 sql_query = make_sql_query_tool()
