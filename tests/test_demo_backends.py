@@ -79,4 +79,9 @@ def test_openai_chat_completions_against_a_real_llama_cpp_server(ws: Path, llama
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", llama_server)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    # the server evaluates each whole prompt afresh: on two cores without AVX-512 (~40 tokens/s) the
+    # decision alone takes most of the default 60 s a remote model is given
+    config = ws / "toolcrib.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("n_threads = 2", "n_threads = 2\ntimeout_s = 300"),
+                      encoding="utf-8")
     assert_the_demo_answer(ask(ws, "openai:qwen2.5-coder-1.5b"))
