@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolcrib.agent.evidence import EvidenceLedger
@@ -23,7 +24,6 @@ from toolcrib.tools.result import CallOutcome
 def evidence_brief(ledger: EvidenceLedger, outcomes: Sequence[CallOutcome]) -> str:
     """The brief for ``ledger`` and the run's ``outcomes``, in the order the run made the calls."""
     lines: list[str] = []
-    shown: set[str] = set()
     for outcome in outcomes:
         if outcome.status == "dropped":
             continue
@@ -37,7 +37,6 @@ def evidence_brief(ledger: EvidenceLedger, outcomes: Sequence[CallOutcome]) -> s
             if searched is not None and not searched.sufficient:
                 lines.append(f"- {call} found no passage that matches it well")
             continue
-        shown.add(cid)
         trust = " (low trust)" if outcome.flags else ""
         if cid in ledger.found_nothing:
             data = outcome.payload.get("data") or {}
@@ -45,15 +44,13 @@ def evidence_brief(ledger: EvidenceLedger, outcomes: Sequence[CallOutcome]) -> s
         else:
             lines.append(f"[{cid}] {call} returned{trust}: {ledger.texts.get(cid, '')}")
     for cid, passage in ledger.passages.items():
-        shown.add(cid)
         lines += [f"[{cid}] {_header(passage)}{'' if passage.trusted else ' (written outside the organisation)'}",
                   passage.text]
-    for cid, item in ledger.items.items():  # what a provider's own tools returned
-        if cid not in shown:
+    for cid, item in ledger.items.items():  # what a provider's own tools returned (records are shown above)
+        if item.kind != "tool" and cid not in ledger.passages:
             lines.append(f"[{cid}] {ledger.texts.get(cid) or item.snippet}")
-    shown_passages = set(ledger.passages)
     for conflict in ledger.conflicts:
-        if len(shown_passages.intersection(conflict.citations)) >= 2:
+        if len(ledger.passages.keys() & set(conflict.citations)) >= 2:
             lines.append(f"{conflict.describe()} Note: {CONFLICT_NOTE}.")
     return "\n".join(lines)
 
@@ -63,9 +60,6 @@ def _call_text(name: str, arguments: Mapping[str, Any]) -> str:
 
 
 def _header(passage: CitedPassage) -> str:
-    """Title, the section path less what repeats the title, page, version and effective date."""
-    title = passage.title
-    steps = [s for s in passage.section.split(" > ") if s and s.casefold() not in title.casefold()]
-    return ", ".join(x for x in (title, " > ".join(steps), f"p. {passage.page}" if passage.page else "",
-                                 f"version {passage.version}" if passage.version else "",
-                                 f"effective {passage.effective_date}" if passage.effective_date else "") if x)
+    """The passage's ``where``, its section path less the parts that repeat its title."""
+    steps = [s for s in passage.section.split(" > ") if s and s.casefold() not in passage.title.casefold()]
+    return replace(passage, section=" > ".join(steps)).where
