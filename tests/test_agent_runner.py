@@ -17,6 +17,7 @@ from toolcrib import (
     Runner,
     RunnerSettings,
     ScriptedModel,
+    ToolCall,
     Tracer,
     tool,
 )
@@ -135,7 +136,8 @@ def test_an_injected_instruction_in_a_tool_result_does_not_change_which_tools_ru
     # even a model that obeys the injection only gets to propose: in loop mode its write is held
     r, model = runner([call("search_notes", query="shipping days"),
                        call("reserve_stock", part_number="F2", quantity=500),
-                       "Shipping is on Tuesdays [search_notes#1]."], mode="loop")
+                       "Shipping is on Tuesdays [search_notes#1].", "Shipping is on Tuesdays [search_notes#1]."],
+                      mode="loop")  # the last: the final answer, asked from the evidence brief
     answer = r.ask("Which day do we ship?", USER)
     assert "reserve_stock F2 500" not in RAN
     assert [p["name"] for p in answer.pending] == ["reserve_stock"]  # held, never run
@@ -146,6 +148,7 @@ def test_an_injected_instruction_in_a_tool_result_does_not_change_which_tools_ru
 
 def test_a_tool_that_is_down_does_not_end_the_run() -> None:
     r, _ = runner([call("get_order_status", order_id="ORD-1001"), call("lookup_part", part_number="HLV-2205"),
+                   "The order service is unavailable right now; HLV-2205 costs $52.00 [lookup_part#2].",
                    "The order service is unavailable right now; HLV-2205 costs $52.00 [lookup_part#2]."], mode="loop")
     answer = r.ask("Status of ORD-1001, and the price of HLV-2205?", USER)
     assert answer.outcome == "answered"
@@ -214,8 +217,8 @@ def test_a_question_that_names_no_identifier_is_not_offered_the_id_lookups() -> 
 
 
 def test_an_identifier_in_the_question_or_a_tool_result_brings_the_lookups_back() -> None:
-    r, model = runner([call("search_notes", query="shipping"), call("lookup_part", part_number="F2"), "Done."],
-                      mode="loop")
+    r, model = runner([call("search_notes", query="shipping"), call("lookup_part", part_number="F2"), "Done.",
+                       "Done."], mode="loop")
     r.ask("Which day do we ship?", USER)
     assert "lookup_part" not in offered(model, 0)
     assert {"lookup_part", "reserve_stock"} <= set(offered(model, 1))  # the note named F2
@@ -234,6 +237,21 @@ def test_a_withheld_tool_the_model_names_anyway_is_refused_by_the_gate_as_not_of
     assert "needs part_number" in answer.refused[0]["error"]["message"]
     refusal = next(e for e in TRACERS[-1].events if e.kind == EventKind.CALL_REFUSED)
     assert refusal.tool == "lookup_part" and refusal.error_code == "not_offered"
+
+
+def test_a_final_answer_cut_at_its_token_cap_ends_at_its_last_whole_sentence() -> None:
+    from toolcrib.models.base import Completion
+
+    def rambling(messages: list[Any], tools: Any) -> Completion:
+        if tools:
+            return Completion(tool_calls=(ToolCall("c1", "lookup_part", {"part_number": "HLV-2205"}),))
+        return Completion(text="HLV-2205 costs $52.00 [lookup_part#1]. To work out the total, we use\n\\[ T =",
+                          tokens_out=200)
+
+    gate = Gate(REGISTRY, GroupPolicy({"support": ["*"]}))
+    answer = Runner(FunctionModel(rambling), gate, RunnerSettings(answer_max_tokens=200),
+                    tracer_factory=tracer).ask("What does part HLV-2205 cost?", USER)
+    assert answer.text == "HLV-2205 costs $52.00 [lookup_part#1]."
 
 
 def test_withholding_can_be_turned_off() -> None:

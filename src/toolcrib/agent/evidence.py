@@ -340,6 +340,16 @@ _LACKS = re.compile(
     r"|records?|passages?|sources?|data|information)", re.IGNORECASE)
 
 
+def whole_sentences(text: str) -> str:
+    """``text`` without its last sentence when that one was cut off (a reply that reached its token cap):
+    up to the last sentence that ends in . ! or ?, a closing citation marker after it kept; the whole
+    text when none does."""
+    parts = _SENTENCES.split(text.rstrip())
+    while parts and not re.search(r"[.!?](?:\s*\[[^\[\]]+\])*\s*$", parts[-1]):
+        parts.pop()
+    return "".join(parts).rstrip() or text
+
+
 def says_evidence_lacks_it(text: str) -> bool:
     """Whether every sentence of ``text`` says the evidence does not hold the answer: the model's own
     abstention, which code reports as one (with what was looked up), not as an answer."""

@@ -17,7 +17,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
 from toolcrib.agent.brief import evidence_brief
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
-from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it
+from toolcrib.agent.evidence import EvidenceLedger, says_evidence_lacks_it, whole_sentences
 from toolcrib.agent.quotes import asks, asks_documents, compared, quoted_answer
 from toolcrib.agent.records import (
     LookedUp,
@@ -134,6 +134,10 @@ class RunnerSettings:
     name: str = "this workspace"
     system_prompt: str = ""
     max_tokens: int = 400
+    # the final answer's own cap: a small model asked several things at once can write a worked essay
+    # (400 tokens, ~22 s on two cores) where three sentences answer; a reply cut there ends at its last
+    # whole sentence
+    answer_max_tokens: int = 200
     offer_only_groundable: bool = True  # withhold tools whose required identifier the run has not seen
     search_when_nothing_found: bool = True  # code searches the documents once if no tool found anything
     plan_lookups: bool = True  # code adds the obvious lookups the model left out (loop mode: when it would answer)
@@ -355,10 +359,8 @@ class Runner:
         # succeeded (a query of a table the user may not read, for an order the request names)
         if all(o.effect == Effect.READ.value for o in outcomes) and (
                 await self._planned_lookups(run) or any(o.ok for o in outcomes)):
-            if self.settings.record_answers and (text := self._record_answer(run) or self._table_answer(run)):
-                run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code from the records", detail={
-                    "reason": "the question asks for facts of the records looked up; code states their fields"})
-                return self._finish(run, text, outcome="answered")
+            if (answer := self._records_answer(run)) is not None:
+                return answer
             await self._search_unanswered(run)
         return await self._finish_with_final_ask(run)
 
@@ -516,6 +518,15 @@ class Runner:
             return set()
         return unanswered_by_query(run.question, tool, data)
 
+    def _records_answer(self, run: _Run) -> Answer | None:
+        """The answer code states from the records looked up (``record_answers``), where the question asks
+        for their facts; else None."""
+        if not self.settings.record_answers or not (text := self._record_answer(run) or self._table_answer(run)):
+            return None
+        run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code from the records", detail={
+            "reason": "the question asks for facts of the records looked up; code states their fields"})
+        return self._finish(run, text, outcome="answered")
+
     def _record_answer(self, run: _Run) -> str | None:
         """``records.record_answer`` when every call of the run was a successful lookup by identifier of
         a trusted tool and nothing was flagged; else None (the model writes the answer)."""
@@ -639,6 +650,9 @@ class Runner:
                 if self._grounded(run) or not self.settings.require_evidence:
                     if not run.completed and await self._complete_evidence(run):
                         continue  # the model answers again, with what code added
+                    if self._grounded(run):  # written as single mode writes it: by code, or from the brief
+                        return self._records_answer(run) or await self._finish_with_final_ask(
+                            run, model_text=reply.text)
                     return self._answer(run, reply.text)
                 if await self._search_documents(run):
                     continue  # the model answers again, now with the passages
@@ -675,12 +689,12 @@ class Runner:
 
     def _complete(self, run: _Run, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
                   tool_choice: Literal["auto", "none", "required"] = "auto",
-                  messages: list[Message] | None = None) -> Completion:
+                  messages: list[Message] | None = None, max_tokens: int | None = None) -> Completion:
         model = self.model
         if isinstance(model, ReaderScoped):  # a provider that reads documents reads only the principal's
             model = model.for_reader(sorted(run.principal.groups))
         reply = model.complete(run.messages if messages is None else messages, specs or None, tool_choice=tool_choice,
-                               max_tokens=self.settings.max_tokens)
+                               max_tokens=max_tokens or self.settings.max_tokens)
         run.tokens_in += reply.tokens_in
         run.tokens_out += reply.tokens_out
         if decided_by == "model":
@@ -787,15 +801,17 @@ class Runner:
         brief = prompts.EVIDENCE.format(evidence=evidence_brief(run.evidence, run.outcomes))
         messages = [m for m in run.messages if m.role == "system"] + [
             Message("user", run.question), Message("user", brief), Message("user", ask)]
-        final = self._complete(run, None, decided_by="code", title="Ask for a final answer", messages=messages)
-        return self._answer(run, final.text)
+        cap = min(self.settings.max_tokens, self.settings.answer_max_tokens)
+        final = self._complete(run, None, decided_by="code", title="Ask for a final answer", messages=messages,
+                               max_tokens=cap)
+        return self._answer(run, whole_sentences(final.text) if final.tokens_out >= cap else final.text)
 
     def _quoted_answer(self, run: _Run) -> str | None:
-        """``quotes.quoted_answer`` in single mode when everything the run found is document passages,
+        """``quotes.quoted_answer`` when everything the run found is document passages,
         or the request asks what the documents say and the run found some; none flagged. Else None
         (the model writes the answer)."""
         evidence = run.evidence
-        if (not self.settings.quote_answers or run.mode != "single" or run.cctx.flags or run.request_flags
+        if (not self.settings.quote_answers or run.cctx.flags or run.request_flags
                 or evidence.insufficient or not (evidence.only_passages
                                                  or (evidence.passages and asks_documents(run.question)))):
             return None
