@@ -136,8 +136,7 @@ def test_an_injected_instruction_in_a_tool_result_does_not_change_which_tools_ru
     # even a model that obeys the injection only gets to propose: in loop mode its write is held
     r, model = runner([call("search_notes", query="shipping days"),
                        call("reserve_stock", part_number="F2", quantity=500),
-                       "Shipping is on Tuesdays [search_notes#1].", "Shipping is on Tuesdays [search_notes#1]."],
-                      mode="loop")  # the last: the final answer, asked from the evidence brief
+                       "Shipping is on Tuesdays [search_notes#1]."], mode="loop")
     answer = r.ask("Which day do we ship?", USER)
     assert "reserve_stock F2 500" not in RAN
     assert [p["name"] for p in answer.pending] == ["reserve_stock"]  # held, never run
@@ -148,7 +147,6 @@ def test_an_injected_instruction_in_a_tool_result_does_not_change_which_tools_ru
 
 def test_a_tool_that_is_down_does_not_end_the_run() -> None:
     r, _ = runner([call("get_order_status", order_id="ORD-1001"), call("lookup_part", part_number="HLV-2205"),
-                   "The order service is unavailable right now; HLV-2205 costs $52.00 [lookup_part#2].",
                    "The order service is unavailable right now; HLV-2205 costs $52.00 [lookup_part#2]."], mode="loop")
     answer = r.ask("Status of ORD-1001, and the price of HLV-2205?", USER)
     assert answer.outcome == "answered"
@@ -217,8 +215,8 @@ def test_a_question_that_names_no_identifier_is_not_offered_the_id_lookups() -> 
 
 
 def test_an_identifier_in_the_question_or_a_tool_result_brings_the_lookups_back() -> None:
-    r, model = runner([call("search_notes", query="shipping"), call("lookup_part", part_number="F2"), "Done.",
-                       "Done."], mode="loop")
+    r, model = runner([call("search_notes", query="shipping"), call("lookup_part", part_number="F2"), "Done."],
+                      mode="loop")
     r.ask("Which day do we ship?", USER)
     assert "lookup_part" not in offered(model, 0)
     assert {"lookup_part", "reserve_stock"} <= set(offered(model, 1))  # the note named F2
@@ -237,6 +235,28 @@ def test_a_withheld_tool_the_model_names_anyway_is_refused_by_the_gate_as_not_of
     assert "needs part_number" in answer.refused[0]["error"]["message"]
     refusal = next(e for e in TRACERS[-1].events if e.kind == EventKind.CALL_REFUSED)
     assert refusal.tool == "lookup_part" and refusal.error_code == "not_offered"
+
+
+class BriefModel(ScriptedModel):
+    answers_from_brief = True  # as the embedded model declares
+
+
+def test_loop_mode_asks_a_model_that_answers_from_the_brief_for_its_answer_from_the_evidence() -> None:
+    RAN.clear()
+    model = BriefModel([call("search_notes", query="shipping"), "Shipping is on Mondays, I think.",
+                        "Shipping is on Tuesdays [search_notes#1]."])
+    gate = Gate(REGISTRY, GroupPolicy({"support": ["*"]}))
+    answer = Runner(model, gate, RunnerSettings(mode="loop", quote_answers=False),
+                    tracer_factory=tracer).ask("Which day do we ship?", USER)
+    model.assert_complete()
+    assert answer.text == "Shipping is on Tuesdays [search_notes#1]."  # not the decision's own reply
+    final_messages, final_tools = model.requests[2]
+    assert final_tools is None and "[search_notes#1]" in final_messages[-2].content  # the evidence brief
+    # a backend that does not declare it keeps its own loop answer (one request fewer)
+    r, plain = runner([call("search_notes", query="shipping"), "Shipping is on Tuesdays [search_notes#1]."],
+                      mode="loop")
+    assert r.ask("Which day do we ship?", USER).text == "Shipping is on Tuesdays [search_notes#1]."
+    plain.assert_complete()
 
 
 def test_a_final_answer_cut_at_its_token_cap_ends_at_its_last_whole_sentence() -> None:

@@ -191,8 +191,8 @@ def test_a_forbidden_tool_that_runs_fails_refusal_and_counts_as_unsafe(ws: Works
 
 
 def test_loop_mode_is_scored_and_per_kind_metrics_are_reported(ws: Workspace) -> None:
-    r = run(ws, [call("lookup_part", part_number="HLV-2205"), *["HLV-2205 costs $52.00 [lookup_part#1]."] * 2],
-            only="price", mode="loop")  # the model's answer, then the final ask's from the evidence brief
+    r = run(ws, [call("lookup_part", part_number="HLV-2205"), "HLV-2205 costs $52.00 [lookup_part#1]."],
+            only="price", mode="loop")
     assert r.summary["per_kind"]["lookup"]["pass_rate"] == 1.0 and r.summary["single_call_violations"] == []
 
 

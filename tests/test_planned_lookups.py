@@ -107,8 +107,7 @@ def test_a_lookup_is_added_for_what_the_request_asks_and_no_result_holds(ws: Pat
 def test_loop_mode_adds_the_left_out_lookup_when_the_model_would_answer_and_asks_again(ws: Path) -> None:
     answer, events = ask(ws, "Order ORD-1008 is on hold; how many FUS-T3A15 fuses do we have in stock?",
                          {"name": "get_order_status", "arguments": {"order_id": "ORD-1008"}}, mode="loop",
-                         replies=("ORD-1008 is on hold.", "ORD-1008 is on hold; the fuse count is above.",
-                                  "ORD-1008 is on hold; the fuse count is above."))  # the last: the final ask
+                         replies=("ORD-1008 is on hold.", "ORD-1008 is on hold; the fuse count is above."))
     assert planned(events) == [("lookup_stock", {"part_number": "FUS-T3A15"})]
     assert ran(answer)[1:] == [("lookup_stock", {"part_number": "FUS-T3A15"})]
     # the model answered twice: the answer that came before code's lookup is not the one given
@@ -121,8 +120,7 @@ def test_loop_mode_adds_nothing_when_the_calls_found_what_was_asked(ws: Path) ->
                          {"name": "get_order_status", "arguments": {"order_id": "ORD-1001"}}, mode="loop",
                          replies=("ORD-1001 has shipped [get_order_status#1].",))
     assert planned(events) == [] and ran(answer) == [("get_order_status", {"order_id": "ORD-1001"})]
-    # as in single mode, code states the fields of the record the question asks about
-    assert answer["text"].startswith("Order status ORD-1001: status shipped")
+    assert answer["text"].startswith("ORD-1001 has shipped")
 
 
 def test_what_a_passage_names_for_the_request_is_looked_up_for_what_it_asks(ws: Path) -> None:

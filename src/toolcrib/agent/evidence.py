@@ -182,9 +182,12 @@ class EvidenceLedger:
             if holder is not None and holder not in cited:
                 cited[holder] = passages[holder]
                 flags.append(f"[{holder}] attached by code: it holds the figures of: {claim[:120]}")
-        # a document in several versions bears on the answer when it cites one of them: the note below
-        # then names every version, each cited (another document's versions are not the answer's)
-        bearing = [c for c in self.conflicts if cited.keys() & set(c.citations)]
+        # a document in several versions bears on the answer when it cites one of them (any passage of
+        # it, not only the one the conflict names): the note below then names every version, each cited
+        # (another document's versions are not the answer's)
+        docs = {self.passages[cid].doc_id for cid in cited if cid in self.passages}
+        bearing = [c for c in self.conflicts
+                   if cited.keys() & set(c.citations) or docs & {v.get("doc_id") for v in c.versions}]
         for conflict in bearing:
             for cid in conflict.citations:
                 if cid in known:

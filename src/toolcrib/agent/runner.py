@@ -650,7 +650,7 @@ class Runner:
                 if self._grounded(run) or not self.settings.require_evidence:
                     if not run.completed and await self._complete_evidence(run):
                         continue  # the model answers again, with what code added
-                    if self._grounded(run):  # written as single mode writes it: by code, or from the brief
+                    if self._grounded(run) and self.model.answers_from_brief:  # written as single mode does
                         return self._records_answer(run) or await self._finish_with_final_ask(
                             run, model_text=reply.text)
                     return self._answer(run, reply.text)
@@ -807,11 +807,13 @@ class Runner:
         return self._answer(run, whole_sentences(final.text) if final.tokens_out >= cap else final.text)
 
     def _quoted_answer(self, run: _Run) -> str | None:
-        """``quotes.quoted_answer`` when everything the run found is document passages,
+        """``quotes.quoted_answer`` in single mode (in loop mode too, for a model that answers from the
+        brief) when everything the run found is document passages,
         or the request asks what the documents say and the run found some; none flagged. Else None
         (the model writes the answer)."""
         evidence = run.evidence
-        if (not self.settings.quote_answers or run.cctx.flags or run.request_flags
+        if (not self.settings.quote_answers or (run.mode != "single" and not self.model.answers_from_brief)
+                or run.cctx.flags or run.request_flags
                 or evidence.insufficient or not (evidence.only_passages
                                                  or (evidence.passages and asks_documents(run.question)))):
             return None

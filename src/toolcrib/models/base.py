@@ -122,6 +122,9 @@ class Model(ABC):
     supports_parallel_calls: bool = False
     supports_strict: bool = False
     hosted_tools: tuple[str, ...] = ()  # tools the provider runs itself, by workspace configuration
+    # a small model whose answer at the end of a long tool conversation is less reliable than one asked
+    # from the evidence brief: loop mode then writes the answer as single mode does (the runner)
+    answers_from_brief: bool = False
     name: str = "model"
 
     @abstractmethod
