@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from toolcrib import (
+    Completion,
     Effect,
     EventKind,
     FunctionModel,
@@ -260,8 +261,6 @@ def test_loop_mode_asks_a_model_that_answers_from_the_brief_for_its_answer_from_
 
 
 def test_a_final_answer_cut_at_its_token_cap_ends_at_its_last_whole_sentence() -> None:
-    from toolcrib.models.base import Completion
-
     def rambling(messages: list[Any], tools: Any) -> Completion:
         if tools:
             return Completion(tool_calls=(ToolCall("c1", "lookup_part", {"part_number": "HLV-2205"}),))

@@ -290,6 +290,7 @@ class EvidenceLedger:
 
 # Sentences, keeping what separates them (so the kept ones join back unchanged); citation markers.
 _SENTENCES = re.compile(r"(?<=[.!?])(?=\s+[A-Z\[(\"'*-])|(?<=\n)")
+_ENDED = re.compile(r"[.!?](?:\s*\[[^\[\]]+\])*\s*$")  # a whole sentence's end, citation markers after it
 _CITED = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]+)\]")
 # An identifier: capitals then digits, with or without a hyphen (HLV-2205, ORD-1001, KB-400, F2, CH1).
 _IDENTIFIER = re.compile(r"\b[A-Z]{1,6}-?\d[A-Z0-9-]*\b")
@@ -348,7 +349,7 @@ def whole_sentences(text: str) -> str:
     up to the last sentence that ends in . ! or ?, a closing citation marker after it kept; the whole
     text when none does."""
     parts = _SENTENCES.split(text.rstrip())
-    while parts and not re.search(r"[.!?](?:\s*\[[^\[\]]+\])*\s*$", parts[-1]):
+    while parts and not _ENDED.search(parts[-1]):
         parts.pop()
     return "".join(parts).rstrip() or text
 

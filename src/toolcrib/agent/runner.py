@@ -808,9 +808,8 @@ class Runner:
 
     def _quoted_answer(self, run: _Run) -> str | None:
         """``quotes.quoted_answer`` in single mode (in loop mode too, for a model that answers from the
-        brief) when everything the run found is document passages,
-        or the request asks what the documents say and the run found some; none flagged. Else None
-        (the model writes the answer)."""
+        brief) when everything the run found is document passages, or the request asks what the
+        documents say and the run found some; none flagged. Else None (the model writes the answer)."""
         evidence = run.evidence
         if (not self.settings.quote_answers or (run.mode != "single" and not self.model.answers_from_brief)
                 or run.cctx.flags or run.request_flags
