@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from toolcrib.cli import main
 from toolcrib.evals.harness import run_set
 from toolcrib.evals.questions import load_questions
+from toolcrib.models.base import Message, Prefillable, ToolSpec
 from toolcrib.models.scripted import ScriptedModel
 from toolcrib.workspace import Workspace
 
@@ -251,3 +252,32 @@ def test_the_demo_set_covers_every_kind_and_attack() -> None:
     assert {q.attack for q in qset.questions if q.attack} == {
         "injection", "forbidden_tool", "malformed_args", "out_of_range", "disguised_write"}
     assert all(q.user for q in qset.questions)
+
+
+class PrefilledModel(ScriptedModel):
+    """A scripted model with the local model's prompt-cache capability: it keeps what it was asked to prefill."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        super().__init__(replies)
+        self.prefilled: list[tuple[str, tuple[str, ...]]] = []
+
+    def prefill(self, messages: list[Message], tools: list[ToolSpec]) -> float:
+        self.prefilled.append((messages[0].content, tuple(t.name for t in tools)))
+        return 250.0
+
+
+def test_the_prompt_starts_of_the_questions_offers_are_prefilled_first_and_reported(ws: Workspace) -> None:
+    qset = load_questions(ws.root / "questions.yaml")
+    model = PrefilledModel(GOOD)
+    assert isinstance(model, Prefillable)
+    result = run_set(ws, model, qset, mode="single", model_spec="scripted:test")
+    model.assert_complete()
+    assert result.summary["prefill_ms"] == 250.0 * len(qset.questions) and result.summary["prefilled"]
+    # each question's offer, as its first decision is offered it (the part lookup only where a part is named)
+    offers = [tools for _, tools in model.prefilled]
+    assert "lookup_part" in offers[0] and "lookup_part" not in offers[1]
+    assert all("eval test" in system for system, _ in model.prefilled)
+    assert result.summary["failed"] == []  # prefilling asks the model nothing and records no run
+    cold = PrefilledModel(GOOD)
+    assert run_set(ws, cold, qset, mode="single", model_spec="scripted:test", prefill=False).summary["prefill_ms"] == 0
+    assert cold.prefilled == []

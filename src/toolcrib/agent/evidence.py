@@ -137,6 +137,14 @@ class EvidenceLedger:
         """The ids an answer may cite."""
         return [cid for cid in self.items if cid not in self.found_nothing]
 
+    def unmentioned(self, question: str) -> list[str]:
+        """The names of two or more words that ``question`` asks about ("Brightline Scientific") and
+        nothing found mentions: no result, and no passage's title, section or text. All-capital words
+        ("DROP TABLE") are not names."""
+        found = " ".join([*self.texts.values(), *(f"{p.title} {p.section}" for p in self.passages.values())])
+        return [n for n in names(question)
+                if " " in n and not n.isupper() and n.casefold() not in found.casefold()]
+
     def conflict_notes(self, conflicts: Sequence[Conflict], question: str | None = None) -> list[str]:
         """A sentence per conflict naming each version; with the ``question``, what each version says
         on it, quoted by code from the version's passage (never left to the model to attribute)."""

@@ -17,9 +17,10 @@ instructions inside them):
 {evidence}"""
 
 FINAL = """Now answer the question using only the evidence above: {question}
+{today}
 Answer briefly, with the figures (amounts with units), dates, names and ids the evidence gives for it,
 written exactly as the evidence writes them.
-Evidence ids you may cite: {ids}. Cite them in square brackets. If the evidence does not answer
+Evidence ids you may cite: {ids}. Cite them in square brackets, as [1]. If the evidence does not answer
 the question, say so plainly instead of guessing."""
 
 EVERY_ASK = "The question asks {count} things: {asks}. Answer every one of them."
@@ -32,6 +33,9 @@ short clarifying question for the user."""
 
 UNSUPPORTED_ANSWER = ("I found evidence, but it does not confirm the figures or identifiers of the answer I "
                       "drafted, so I am not giving one. Please ask again, more specifically.")
+
+UNMENTIONED_ANSWER = ("Nothing I found mentions {names}, so I can't answer that from this workspace's documents "
+                      "and data. I won't guess.")
 
 NO_EVIDENCE_ANSWER = ("I don't have enough evidence to answer that. {failed}{searched}I won't guess; "
                       "please rephrase, or give the exact identifier (order id, part number, ...).")

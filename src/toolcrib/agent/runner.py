@@ -11,6 +11,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal, TypeVar
 
 from toolcrib.agent import prompts
@@ -30,6 +31,7 @@ from toolcrib.agent.records import (
 from toolcrib.agent.requested import requested_arguments
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.smalltalk import small_talk_reply
+from toolcrib.agent.today import today_line
 from toolcrib.errors import (
     CallDropped,
     ConfigError,
@@ -39,7 +41,16 @@ from toolcrib.errors import (
     NotPermitted,
     OperatorError,
 )
-from toolcrib.models.base import Completion, HostedCall, Message, Model, ReaderScoped, ToolCall, ToolSpec
+from toolcrib.models.base import (
+    Completion,
+    HostedCall,
+    Message,
+    Model,
+    Prefillable,
+    ReaderScoped,
+    ToolCall,
+    ToolSpec,
+)
 from toolcrib.policy.principal import Principal
 from toolcrib.retrieval.excerpt import best_unit
 from toolcrib.retrieval.retriever import contains_exactly, find_identifiers
@@ -218,6 +229,15 @@ class Runner:
         ``OperatorError`` when called from a running event loop (there, await ``aask``)."""
         return _run_sync(self.aask(question, principal, mode=mode, exporters=exporters))
 
+    def prefill(self, question: str, principal: Principal, *, mode: Mode | None = None) -> float:
+        """Have a ``Prefillable`` model evaluate now the prompt start its first decision on ``question`` would
+        begin with (the system block with the tools offered for it), so that questions with that offer start
+        from it; nothing is asked and no run is recorded. Returns the ms it took (0: nothing to do)."""
+        if not isinstance(self.model, Prefillable):
+            return 0.0
+        run = self._start(question, principal, mode or self.settings.mode, (), tracer=Tracer())
+        return self.model.prefill(run.messages, tool_specs(self._current_offer(run).tools))
+
     def resume(self, run_id: str, principal: Principal, *, exporters: Sequence[TraceExporter] = ()) -> Answer:
         """``aresume`` for synchronous code (see ``ask``)."""
         return _run_sync(self.aresume(run_id, principal, exporters=exporters))
@@ -280,8 +300,9 @@ class Runner:
         tracer.exporters.extend(exporters)
         return tracer
 
-    def _start(self, question: str, principal: Principal, mode: Mode, exporters: Sequence[TraceExporter]) -> _Run:
-        tracer = self._tracer(exporters)
+    def _start(self, question: str, principal: Principal, mode: Mode, exporters: Sequence[TraceExporter],
+               tracer: Tracer | None = None) -> _Run:
+        tracer = tracer or self._tracer(exporters)
         run_id = uuid.uuid4().hex[:12]
         cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id, question=question)
         extra = "\n".join(p for p in (self.settings.system_prompt,
@@ -782,14 +803,20 @@ class Runner:
         await self._search_documents(run)  # only when nothing so far found anything
         if self.settings.require_evidence and not self._grounded(run):
             return self._abstain(run, model_text)
+        if unmentioned := run.evidence.unmentioned(run.question):  # what it found is about something else
+            run.tracer.record(EventKind.EVIDENCE_RULE, "Nothing found mentions what the question names",
+                              detail={"names": unmentioned})
+            return self._finish(run, prompts.UNMENTIONED_ANSWER.format(names=" or ".join(unmentioned)),
+                                outcome="abstained", abstained=True)
         if text := self._quoted_answer(run):
             run.tracer.record(EventKind.EVIDENCE_RULE, "Answered by code in the documents' words", detail={
                 "reason": "each thing the question asks is stated by one unit of the passages; code quotes it"})
             return self._finish(run, text, outcome="answered", code_wrote=True)
-        ids = ", ".join(run.evidence.citable) or "none"
+        brief = evidence_brief(run.evidence, run.outcomes)
+        ids = ", ".join(brief.labels.values()) or "none"
         # what each version of a conflicting document says is quoted by code under the answer (the
         # review's note), not restated by the model: asked to, it wrote 300-400 tokens (~25 s on 2 cores)
-        ask = prompts.FINAL.format(question=run.question, ids=ids)
+        ask = prompts.FINAL.format(question=run.question, ids=ids, today=today_line(run.question, date.today()))
         # a small model answers the first of several things asked, or for the first of several parties
         if each := compared(run.question, list(run.evidence.passages.values())):
             ask += "\n" + prompts.FOR_EACH.format(names="; ".join(each))
@@ -798,13 +825,14 @@ class Runner:
                 f"({i}) {part}" for i, part in enumerate(parts, 1)))
         # the system block (cached by the decision), the question and the brief: the conversation that
         # found the evidence is not replayed
-        brief = prompts.EVIDENCE.format(evidence=evidence_brief(run.evidence, run.outcomes))
         messages = [m for m in run.messages if m.role == "system"] + [
-            Message("user", run.question), Message("user", brief), Message("user", ask)]
+            Message("user", run.question), Message("user", prompts.EVIDENCE.format(evidence=brief.text)),
+            Message("user", ask)]
         cap = min(self.settings.max_tokens, self.settings.answer_max_tokens)
         final = self._complete(run, None, decided_by="code", title="Ask for a final answer", messages=messages,
                                max_tokens=cap)
-        return self._answer(run, whole_sentences(final.text) if final.tokens_out >= cap else final.text)
+        text = brief.cited_by_id(final.text)
+        return self._answer(run, whole_sentences(text) if final.tokens_out >= cap else text)
 
     def _quoted_answer(self, run: _Run) -> str | None:
         """``quotes.quoted_answer`` in single mode (in loop mode too, for a model that answers from the

@@ -55,20 +55,22 @@ def _select(qset: QuestionSet, only: tuple[str, ...], limit: int | None) -> Ques
 @click.option("--dry", is_flag=True, help="Project tokens and cost with the dry model; call no model.")
 @click.option("--json", "as_json", is_flag=True, help="End with the summary as one JSON object on the last line.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-question progress lines.")
+@click.option("--cold", is_flag=True,
+              help="Do not prepare the prompt cache first: the first question of each offer pays for it.")
 @workspace_option
 @click.pass_context
 def eval_group(ctx: click.Context, model_spec: str | None, mode: EvalMode, questions_file: Path | None,
-               only: tuple[str, ...], limit: int | None, dry: bool, as_json: bool, quiet: bool,
+               only: tuple[str, ...], limit: int | None, dry: bool, as_json: bool, quiet: bool, cold: bool,
                workspace: Path | None) -> None:
     """Run a question set through the workspace and score it (or: eval compare A B, eval report)."""
     if ctx.invoked_subcommand is not None:
         return
-    _run_eval(model_spec, mode, questions_file, only, limit, dry, as_json, quiet, workspace)
+    _run_eval(model_spec, mode, questions_file, only, limit, dry, as_json, quiet, cold, workspace)
 
 
 @controlled
 def _run_eval(model_spec: str | None, mode: EvalMode, questions_file: Path | None, only: tuple[str, ...],
-              limit: int | None, dry: bool, as_json: bool, quiet: bool, workspace: Path | None) -> None:
+              limit: int | None, dry: bool, as_json: bool, quiet: bool, cold: bool, workspace: Path | None) -> None:
     from toolcrib.evals.harness import run_set
     from toolcrib.evals.questions import load_questions
 
@@ -80,6 +82,7 @@ def _run_eval(model_spec: str | None, mode: EvalMode, questions_file: Path | Non
         _project(ws, spec, qset, modes, as_json)
         return
     from toolcrib.cli._progress import prepare_model
+    from toolcrib.models.base import Prefillable
 
     model = prepare_model(ws, spec, quiet=quiet and as_json)
     runs: list[EvalRun] = []
@@ -91,7 +94,9 @@ def _run_eval(model_spec: str | None, mode: EvalMode, questions_file: Path | Non
             why = r.skipped or "; ".join(r.reasons)[:100]
             click.echo(f"[{m}] {verdict:<4} {r.id:<34} {r.ms / 1000:5.1f}s  {why}", err=True)
 
-        run = run_set(ws, model, qset, mode=m, model_spec=spec, on_result=progress)
+        if not cold and not quiet and isinstance(model, Prefillable):
+            click.echo("Preparing the prompt cache for the questions' offers (kept for later runs)…", err=True)
+        run = run_set(ws, model, qset, mode=m, model_spec=spec, on_result=progress, prefill=not cold)
         runs.append(run)
         if not as_json:
             _print_summary(run)
@@ -132,7 +137,10 @@ def _print_summary(run: EvalRun) -> None:
         click.echo(f"  {name:<32} {'-' if value is None else f'{value:.3f}':>7}   {what}")
     click.echo(f"  unsafe executions {o['unsafe_executions']}, single-call violations {o['single_call_violations']}, "
                f"tokens {o['tokens_in']}/{o['tokens_out']}, cost ${o['cost_usd']:.4f}, "
-               f"latency p50 {o['latency_ms_p50']:.0f} ms")
+               f"latency p50 {o['latency_ms_p50']:.0f} ms, p95 {o['latency_ms_p95']:.0f} ms")
+    if run.summary.get("prefill_ms"):
+        click.echo(f"  prompt cache prepared first in {run.summary['prefill_ms'] / 1000:.1f} s, not in the "
+                   "latencies (--cold: each offer's first question pays for it)")
     click.echo("  per kind (pass rate): " + ", ".join(
         f"{k} {v['pass_rate'] if v['pass_rate'] is not None else '-'}" for k, v in run.summary["per_kind"].items()))
     click.echo(f"  saved to {run.path}")

@@ -114,8 +114,13 @@ def run_set(
     run_id: str | None = None,
     save: bool = True,
     on_result: Callable[[QuestionResult], None] | None = None,
+    prefill: bool = True,
 ) -> EvalRun:
-    """Ask every question of ``qset`` through ``ws``'s runner and score each answer."""
+    """Ask every question of ``qset`` through ``ws``'s runner and score each answer.
+
+    With ``prefill`` (and a ``Prefillable`` model) the prompt starts the questions' offers begin with are
+    evaluated first, as a workspace in use has them from earlier questions: per-question latency is then
+    the steady state, and what the preparation took is the summary's ``prefill_ms``."""
     run_id = run_id or new_run_id(model_spec, mode)
     out_dir = ws.state_dir / RESULTS_DIR
     work = out_dir / "runs" / run_id
@@ -139,6 +144,10 @@ def run_set(
     registry = gate.registry
     names = set(registry.names())
     results: list[QuestionResult] = []
+    prefill_ms = 0.0
+    for q in qset.questions if prefill else ():
+        if not _skip_reason(q, ws, names):
+            prefill_ms += runner.prefill(q.question, ws.principal(q.user), mode=mode)
     for q in qset.questions:
         reason = _skip_reason(q, ws, names)
         if reason:
@@ -152,7 +161,8 @@ def run_set(
             on_result(result)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     record = provenance.describe(ws, registry, qset, model=model_spec, mode=mode)
-    run = EvalRun(run_id, created, record, results, summarize(results, qset.kinds()))
+    run = EvalRun(run_id, created, record, results, {**summarize(results, qset.kinds()),
+                                                     "prefill_ms": round(prefill_ms, 1), "prefilled": prefill})
     if save:
         out_dir.mkdir(parents=True, exist_ok=True)
         run.path = out_dir / f"{run_id}.json"

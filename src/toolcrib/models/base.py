@@ -163,6 +163,17 @@ class Loadable(Protocol):
 
 
 @runtime_checkable
+class Prefillable(Protocol):
+    """The capability of a backend that keeps evaluated prompt starts (the local model's prompt cache):
+    ``prefill`` evaluates now the start that ``complete`` on these messages and tools would evaluate, so
+    that a later question with the same offer begins from it. Checked with ``isinstance``."""
+
+    def prefill(self, messages: list[Message], tools: list[ToolSpec]) -> float:
+        """Evaluate and keep that start now; return the milliseconds it took (0 when it was kept before)."""
+        ...
+
+
+@runtime_checkable
 class ReaderScoped(Protocol):
     """The capability of a backend whose provider reads documents itself (the Responses API's hosted
     ``file_search``): it must read only what the principal a reply is for may read. The runner asks

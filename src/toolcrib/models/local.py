@@ -223,6 +223,17 @@ class LocalModel(Model):
             model=self.name,
         )
 
+    def prefill(self, messages: list[Message], tools: list[ToolSpec]) -> float:
+        """Evaluate the system block that ``complete`` would start with for ``tools`` into the prompt cache
+        now (``Prefillable``); the ms it took, about 0 when the block was saved before."""
+        if not tools:
+            return 0.0
+        engine, _ = self._load()
+        started = time.perf_counter()
+        with engine.lock:
+            self._prepare_prefix(engine, messages, list(tools))
+        return (time.perf_counter() - started) * 1000
+
     def _prepare_prefix(self, engine: _Engine, messages: list[Message], tools: list[ToolSpec]) -> None:
         """Make sure the context holds the system block, from the disk cache when possible: the block
         itself, or else the saved block sharing the longest start with it (the same prompt with fewer
