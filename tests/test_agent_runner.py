@@ -274,6 +274,28 @@ def test_a_final_answer_cut_at_its_token_cap_ends_at_its_last_whole_sentence() -
     assert answer.text == "HLV-2205 costs $52.00 [lookup_part#1]."
 
 
+class CappedModel(ScriptedModel):
+    """Keeps the token cap each request was given."""
+
+    caps: list[int | None]
+
+    def complete(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> Completion:
+        self.caps = [*getattr(self, "caps", []), kwargs.get("max_tokens")]
+        return super().complete(messages, tools, **kwargs)
+
+
+def test_the_final_answer_may_be_longer_for_each_thing_the_question_asks_up_to_its_cap() -> None:
+    def final_cap(question: str) -> int | None:
+        model = CappedModel([call("search_contracts", query="price revision"), "Yes [1]."])
+        gate = Gate(Registry([search_contracts]), GroupPolicy({"support": ["*"]}))
+        Runner(model, gate, RunnerSettings(answer_tokens_per_ask=120, answer_max_tokens=200),
+               tracer_factory=tracer).ask(question, USER)
+        return model.caps[-1]
+
+    assert final_cap("Can Vogel raise its prices?") == 120
+    assert final_cap("Can Vogel raise its prices, and when must it tell us?") == 200  # 2 x 120, capped
+
+
 def test_withholding_can_be_turned_off() -> None:
     r, model = runner([call("search_notes", query="returns"), "ok [search_notes#1]"], offer_only_groundable=False)
     r.ask("What does our returns policy say?", USER)

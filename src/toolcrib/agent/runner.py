@@ -145,9 +145,10 @@ class RunnerSettings:
     name: str = "this workspace"
     system_prompt: str = ""
     max_tokens: int = 400
-    # the final answer's own cap: a small model asked several things at once can write a worked essay
-    # (400 tokens, ~22 s on two cores) where three sentences answer; a reply cut there ends at its last
-    # whole sentence
+    # the final answer's own cap, per thing the question asks and in all: a small model can write a worked
+    # essay (400 tokens, ~22 s on two cores) or copy the evidence out where three sentences answer; a reply
+    # cut there ends at its last whole sentence
+    answer_tokens_per_ask: int = 120
     answer_max_tokens: int = 200
     offer_only_groundable: bool = True  # withhold tools whose required identifier the run has not seen
     search_when_nothing_found: bool = True  # code searches the documents once if no tool found anything
@@ -818,17 +819,21 @@ class Runner:
         # review's note), not restated by the model: asked to, it wrote 300-400 tokens (~25 s on 2 cores)
         ask = prompts.FINAL.format(question=run.question, ids=ids, today=today_line(run.question, date.today()))
         # a small model answers the first of several things asked, or for the first of several parties
+        asked = 1
         if each := compared(run.question, list(run.evidence.passages.values())):
             ask += "\n" + prompts.FOR_EACH.format(names="; ".join(each))
+            asked = len(each)
         elif len(parts := asks(run.question)) >= 2:
             ask += "\n" + prompts.EVERY_ASK.format(count=len(parts), asks="; ".join(
                 f"({i}) {part}" for i, part in enumerate(parts, 1)))
+            asked = len(parts)
         # the system block (cached by the decision), the question and the brief: the conversation that
         # found the evidence is not replayed
         messages = [m for m in run.messages if m.role == "system"] + [
             Message("user", run.question), Message("user", prompts.EVIDENCE.format(evidence=brief.text)),
             Message("user", ask)]
-        cap = min(self.settings.max_tokens, self.settings.answer_max_tokens)
+        settings = self.settings
+        cap = min(settings.max_tokens, settings.answer_max_tokens, settings.answer_tokens_per_ask * asked)
         final = self._complete(run, None, decided_by="code", title="Ask for a final answer", messages=messages,
                                max_tokens=cap)
         text = brief.cited_by_id(final.text)
