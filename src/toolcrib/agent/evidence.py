@@ -138,12 +138,11 @@ class EvidenceLedger:
         return [cid for cid in self.items if cid not in self.found_nothing]
 
     def unmentioned(self, question: str) -> list[str]:
-        """The names of two or more words that ``question`` asks about ("Brightline Scientific") and
-        nothing found mentions: no result, and no passage's title, section or text. All-capital words
-        ("DROP TABLE") are not names."""
-        found = " ".join([*self.texts.values(), *(f"{p.title} {p.section}" for p in self.passages.values())])
-        return [n for n in names(question)
-                if " " in n and not n.isupper() and n.casefold() not in found.casefold()]
+        """The names ``question`` asks about ("Brightline Scientific") that nothing found mentions: no
+        result, and no passage under its header, holds the name's first word, which is what sets it
+        apart ("Tamarack Late Fee" is mentioned where "Tamarack" is)."""
+        found = _words("\n".join(self._shown(cid) for cid in self.texts))
+        return [n for n in names(question) if f" {_words(n).split()[0]} " not in found]
 
     def conflict_notes(self, conflicts: Sequence[Conflict], question: str | None = None) -> list[str]:
         """A sentence per conflict naming each version; with the ``question``, what each version says
@@ -252,9 +251,8 @@ class EvidenceLedger:
         asked = _Facts.of(question, evidence=True)
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
         held = {cid: _Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
-        named = everything.casefold()
         asked_names = names(question)
-        unknown = [n for n in asked_names if n.casefold() not in named]
+        unknown = self.unmentioned(question)
         # every proper name the request asks about (not an identifier or a code such as EUR) is absent
         # from documents that are all the evidence: a figure from them is about something else
         elsewhere = (bool(unknown) and len(unknown) == len(asked_names)
@@ -294,6 +292,14 @@ class EvidenceLedger:
         if self.searched_web:
             searched += f"I searched the web for {'; '.join(repr(q) for q in self.searched_web)}. "
         return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched)
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _words(text: str) -> str:
+    """``text`` as its words in lower case, one space apart ("Late-Delivery" -> " late delivery ")."""
+    return " " + " ".join(_WORD.findall(text.casefold())) + " "
 
 
 # Sentences, keeping what separates them (so the kept ones join back unchanged); citation markers.

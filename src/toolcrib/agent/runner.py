@@ -804,7 +804,9 @@ class Runner:
         await self._search_documents(run)  # only when nothing so far found anything
         if self.settings.require_evidence and not self._grounded(run):
             return self._abstain(run, model_text)
-        if unmentioned := run.evidence.unmentioned(run.question):  # what it found is about something else
+        # a name of two or more words ("Brightline Scientific"; not capitals such as "DROP TABLE") that
+        # nothing found mentions: what was found is about something else
+        if unmentioned := [n for n in run.evidence.unmentioned(run.question) if " " in n and not n.isupper()]:
             run.tracer.record(EventKind.EVIDENCE_RULE, "Nothing found mentions what the question names",
                               detail={"names": unmentioned})
             return self._finish(run, prompts.UNMENTIONED_ANSWER.format(names=" or ".join(unmentioned)),
