@@ -34,6 +34,7 @@ class Brief:
     labels: dict[str, str] = field(default_factory=dict)
 
     def label(self, cid: str) -> str:
+        """The label of ``cid``: the next number, the first time it is shown."""
         return self.labels.setdefault(cid, str(len(self.labels) + 1))
 
     def cited_by_id(self, answer: str) -> str:
