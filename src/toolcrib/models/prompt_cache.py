@@ -26,7 +26,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+# a saved system block of the embedded model is ~28 KB a token, 35-40 MB: the demo's single-mode offers
+# alone are 14 of them (~530 MB), and loop mode's as many again; under 512 MB one eval evicted what the
+# next question needed
+DEFAULT_MAX_BYTES = 1536 * 1024 * 1024
 _MAGIC = b"TCPC\x01"
 _SUFFIX = ".kv"
 _HEADER = struct.Struct("<5sIQI")  # magic, token count, state bytes, CRC32 of tokens + state
