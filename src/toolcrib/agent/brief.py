@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolcrib.agent.evidence import EvidenceLedger
@@ -105,11 +105,11 @@ def _call_text(name: str, arguments: Mapping[str, Any]) -> str:
 
 
 def _document(passage: CitedPassage) -> str:
-    """The passage's document: its title, and its version (unless the title names it) and date."""
-    version = "" if passage.version and passage.version.casefold() in passage.title.casefold() else passage.version
-    return ", ".join(x for x in (passage.title, f"version {version}" if version else "",
-                                 f"effective {passage.effective_date}" if passage.effective_date else "",
-                                 "" if passage.trusted else "written outside the organisation") if x)
+    """The passage's document: its ``where`` without section and page, and without the version when the
+    title names it."""
+    version = "" if passage.version.casefold() in passage.title.casefold() else passage.version
+    where = replace(passage, section="", page=None, version=version).where
+    return where if passage.trusted else f"{where}, written outside the organisation"
 
 
 def _section(passage: CitedPassage) -> str:

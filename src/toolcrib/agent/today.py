@@ -9,15 +9,15 @@ from __future__ import annotations
 import re
 from datetime import date
 
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
 
 def today_line(question: str, today: date) -> str:
     """``Today is 2026-12-04.``, then for each ISO date in ``question`` how far it is from today."""
     parts = [f"Today is {today.isoformat()}."]
-    for match in dict.fromkeys(_ISO_DATE.findall(question)):
+    for text in dict.fromkeys(_ISO_DATE.findall(question)):
         try:
-            then = date(*(int(x) for x in match))
+            then = date.fromisoformat(text)
         except ValueError:  # 2026-13-40: not a date
             continue
         days = (today - then).days

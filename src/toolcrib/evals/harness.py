@@ -144,12 +144,10 @@ def run_set(
     registry = gate.registry
     names = set(registry.names())
     results: list[QuestionResult] = []
-    prefill_ms = 0.0
-    for q in qset.questions if prefill else ():
-        if not _skip_reason(q, ws, names):
-            prefill_ms += runner.prefill(q.question, ws.principal(q.user), mode=mode)
-    for q in qset.questions:
-        reason = _skip_reason(q, ws, names)
+    reasons = [_skip_reason(q, ws, names) for q in qset.questions]
+    prefill_ms = sum(runner.prefill(q.question, ws.principal(q.user), mode=mode)
+                     for q, reason in zip(qset.questions, reasons, strict=True) if prefill and not reason)
+    for q, reason in zip(qset.questions, reasons, strict=True):
         if reason:
             result = QuestionResult(q.id, q.kind, q.user, q.question, attack=q.attack, must_abstain=q.must_abstain,
                                     must_refuse=q.must_refuse, skipped=reason)
