@@ -61,7 +61,7 @@ POLICY = GroupPolicy({"support": ["lookup_stock", "reserve_stock", "query_archiv
 
 
 def run(replies: list[Any], question: str, principal: Principal = ALICE) -> tuple[Any, ScriptedModel, Tracer]:
-    model = ScriptedModel(replies)
+    model = ScriptedModel(replies, small_model=True)
     gate = Gate(Registry([lookup_stock, reserve_stock, query_archived_reading, live_read_temperature]), POLICY,
                 scanner=PatternScanner())
     tracer = Tracer()
@@ -149,14 +149,15 @@ def count_contracts(region: str) -> dict[str, Any]:
 
 
 def test_a_small_query_result_is_stated_by_code_without_a_final_model_call() -> None:
-    model = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "non-EU"}}]}])
+    model = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "non-EU"}}]}],
+                          small_model=True)
     gate = Gate(Registry([count_contracts]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate).ask("How many non-EU contracts are there, and what is their total value?", ALICE)
     assert answer.text == ("Query result ('non-EU' read as 'non-EU (all)'): contract_count 4; total_value 449900 "
                            "[count_contracts#1].")
     assert len(model.requests) == 1 and [c.id for c in answer.citations] == ["count_contracts#1"]
     why = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "EU"}}]},
-                         "Four, because ... [count_contracts#1]."])
+                         "Four, because ... [count_contracts#1]."], small_model=True)
     Runner(why, gate).ask("Why are there only 4 non-EU contracts?", ALICE)
     assert len(why.requests) == 2  # a why question goes to the model
 

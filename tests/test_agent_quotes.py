@@ -3,8 +3,20 @@ words, one unit per thing it asks, with its citation; anything needing judgement
 
 from __future__ import annotations
 
-from toolcrib.agent.quotes import asks, asks_documents, quoted_answer
+from typing import Any
+
+from toolcrib.agent import quotes
+from toolcrib.agent.request import Request, asks
 from toolcrib.retrieval.evidence import CitedPassage, Conflict
+
+
+def quoted_answer(question: str, *args: Any, **kwargs: Any) -> str | None:
+    return quotes.quoted_answer(Request.parse(question), *args, **kwargs)
+
+
+def asks_documents(question: str) -> bool:
+    return Request.parse(question).wants_documents
+
 
 GUIDE = CitedPassage(
     "support-guide#c4", doc_id="support-guide", title="Customer Support Guide", section="Guide > 3. Response times",

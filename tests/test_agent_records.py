@@ -19,12 +19,18 @@ from toolcrib import (
     Tracer,
     tool,
 )
-from toolcrib.agent.records import LookedUp, record_answer, with_identifiers
+from toolcrib.agent import records
+from toolcrib.agent.records import LookedUp, with_identifiers
+from toolcrib.agent.request import Request
 
 ORDER = {"found": True, "order_id": "ORD-1001", "customer": "Harrier Labs", "status": "shipped", "carrier": "DHL",
          "tracking": "JD0146 2281 7740", "eta": "2026-11-28", "items": "2x HLV-2205"}
 READING = {"found": True, "channel": "C", "value": 24.1, "unit": "°C", "recorded_at": "2026-11-26 09:00",
            "live": False, "source": "archive"}
+
+
+def record_answer(question: str, lookups: Any) -> str | None:
+    return records.record_answer(Request.parse(question), lookups)
 
 
 @tool
@@ -83,7 +89,7 @@ def test_a_record_that_was_not_found_goes_to_the_model() -> None:
 
 
 def run(replies: list[Any], question: str, **settings: Any) -> tuple[Any, ScriptedModel, Tracer]:
-    model = ScriptedModel(replies)
+    model = ScriptedModel(replies, small_model=True)
     gate = Gate(Registry([get_order_status, query_archived_reading, search_notes]),
                 GroupPolicy({"support": ["*"]}))
     tracer = Tracer()
@@ -127,7 +133,8 @@ def search_docs(query: str) -> dict[str, Any]:
 def test_a_request_asking_more_than_its_records_hold_gets_the_documents_searched_too() -> None:
     def ask(question: str, **settings: Any) -> tuple[Any, list[str], Tracer]:
         call = {"tool_calls": [{"name": "get_order_status", "arguments": {"order_id": "ORD-1001"}}]}
-        model = ScriptedModel([call, "Shipped [get_order_status#1]; returns within 14 days [returns#c2]."])
+        model = ScriptedModel([call, "Shipped [get_order_status#1]; returns within 14 days [returns#c2]."],
+                              small_model=True)
         tracer = Tracer()
         gate = Gate(Registry([get_order_status, search_docs]), GroupPolicy({"support": ["*"]}))
         answer = Runner(model, gate, RunnerSettings(**settings), tracer_factory=lambda: tracer).ask(question, USER)
@@ -155,7 +162,8 @@ def contracts_query(query: str) -> dict[str, Any]:
 def test_a_query_column_named_for_what_it_does_not_compute_is_not_stated_and_its_words_are_searched() -> None:
     """"MAX(year) AS delivery_lead_time" must not become "delivery_lead_time 2025" in code's answer."""
     call = {"tool_calls": [{"name": "contracts_query", "arguments": {"query": "SELECT ..."}}]}
-    model = ScriptedModel([call, "The total is 212500 [contracts_query#1]; delivery takes 6 weeks [returns#c2]."])
+    model = ScriptedModel([call, "The total is 212500 [contracts_query#1]; delivery takes 6 weeks [returns#c2]."],
+                          small_model=True)
     tracer = Tracer()
     gate = Gate(Registry([contracts_query, search_docs]), GroupPolicy({"support": ["*"]}))
     question = "What is the total value of contract KC-2025-001 and how long is its delivery lead time?"

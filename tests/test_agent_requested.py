@@ -22,13 +22,18 @@ from toolcrib import (
     Tracer,
     tool,
 )
-from toolcrib.agent.requested import requested_arguments
+from toolcrib.agent import requested
+from toolcrib.agent.request import Request
 from toolcrib.policy.approvals import SQLiteApprovalStore
 from toolcrib.policy.envelope import SafetyEnvelope
 
 RAN: list[str] = []
 CHANNEL = Identifier(shape=r"[A-Z]|(?i:CH\d+)")
 PART = Identifier(shape=r"(?i:[a-z]+\d+)")
+
+
+def requested_arguments(question: str, tool: Any) -> dict[str, Any] | None:
+    return requested.requested_arguments(Request.parse(question), tool)
 
 
 @tool(effect=Effect.ACTUATE)

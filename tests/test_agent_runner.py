@@ -73,7 +73,7 @@ def tracer() -> Tracer:
 
 def runner(replies: list[Any], mode: str = "single", **settings: Any) -> tuple[Runner, ScriptedModel]:
     RAN.clear()
-    model = ScriptedModel(replies)
+    model = ScriptedModel(replies, small_model=mode == "single")
     gate = Gate(REGISTRY, GroupPolicy({"support": ["*"]}))
     return Runner(model, gate, RunnerSettings(mode=mode, **settings), tracer_factory=tracer), model  # type: ignore[arg-type]
 
@@ -189,7 +189,7 @@ def test_loop_mode_asks_for_the_answer_when_the_model_repeats_a_call() -> None:
     answer = r.ask("What does part HLV-2205 cost?", USER)
     model.assert_complete()  # two decisions and the final ask, not five rounds of the same lookup
     assert RAN == ["lookup_part HLV-2205"] and answer.outcome == "answered" and "$52.00" in answer.text
-    assert model.requests[2][1] is None  # the final ask offers no tools
+    assert model.requests[2][0][-1].role == "tool"  # a native model answers from the conversation as it stands
     assert [(c["name"], c["error"]["message"]) for c in answer.refused] == [
         ("lookup_part", "the run made this call already; its result is above")]
 
@@ -240,7 +240,7 @@ def test_a_withheld_tool_the_model_names_anyway_is_refused_by_the_gate_as_not_of
 
 
 class BriefModel(ScriptedModel):
-    answers_from_brief = True  # as the embedded model declares
+    small_model = True  # as the embedded model declares
 
 
 def test_loop_mode_asks_a_model_that_answers_from_the_brief_for_its_answer_from_the_evidence() -> None:
@@ -269,13 +269,15 @@ def test_a_final_answer_cut_at_its_token_cap_ends_at_its_last_whole_sentence() -
                           tokens_out=200)
 
     gate = Gate(REGISTRY, GroupPolicy({"support": ["*"]}))
-    answer = Runner(FunctionModel(rambling), gate, RunnerSettings(answer_max_tokens=200),
+    answer = Runner(FunctionModel(rambling, small_model=True), gate, RunnerSettings(answer_max_tokens=200),
                     tracer_factory=tracer).ask("What does part HLV-2205 cost?", USER)
     assert answer.text == "HLV-2205 costs $52.00 [lookup_part#1]."
 
 
 class CappedModel(ScriptedModel):
     """Keeps the token cap each request was given."""
+
+    small_model = True
 
     caps: list[int | None]
 
@@ -315,7 +317,7 @@ def search_docs(query: str) -> dict[str, Any]:
 
 def docs_runner(replies: list[Any], mode: str = "single", **settings: Any) -> tuple[Runner, ScriptedModel]:
     RAN.clear()
-    model = ScriptedModel(replies)
+    model = ScriptedModel(replies, small_model=True)
     gate = Gate(Registry([lookup_part, search_docs]), GroupPolicy({"support": ["*"]}))
     return Runner(model, gate, RunnerSettings(mode=mode, **settings), tracer_factory=tracer), model  # type: ignore[arg-type]
 
@@ -372,7 +374,8 @@ def _policies(query: str) -> dict[str, Any]:
 
 def test_conflicting_versions_are_quoted_by_code_under_the_answer_and_both_are_cited() -> None:
     RAN.clear()
-    model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."])
+    model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."],
+                          small_model=True)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     runner = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer)
     answer = runner.ask("How long can opened products be returned?", USER)
@@ -394,7 +397,8 @@ def search_everything(query: str) -> dict[str, Any]:
 
 
 def test_another_documents_versions_found_on_the_way_are_not_noted_or_cited_under_the_answer() -> None:
-    model = ScriptedModel([call("search_everything", query="F2 filter"), "Every 6 months [parts#c3]."])
+    model = ScriptedModel([call("search_everything", query="F2 filter"), "Every 6 months [parts#c3]."],
+                          small_model=True)
     gate = Gate(Registry([search_everything]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "How often is the F2 filter replaced?", USER)
@@ -404,7 +408,7 @@ def test_another_documents_versions_found_on_the_way_are_not_noted_or_cited_unde
 
 def test_a_fact_question_the_passages_answer_is_quoted_by_code_with_no_final_model_call() -> None:
     RAN.clear()
-    model = ScriptedModel([call("search_policies", query="return window opened")])
+    model = ScriptedModel([call("search_policies", query="return window opened")], small_model=True)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate, tracer_factory=tracer).ask("How many days may opened products be returned?", USER)
     assert len(model.requests) == 1  # the model decided the search; code wrote the answer
@@ -451,7 +455,8 @@ def test_a_greeting_with_a_question_is_a_question_and_small_talk_can_be_turned_o
 
 def test_a_search_result_is_shown_to_the_model_as_compact_text_not_json() -> None:
     RAN.clear()
-    model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."])
+    model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."],
+                          small_model=True)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "How long can opened products be returned?", USER)
@@ -472,7 +477,7 @@ def test_a_search_result_is_shown_to_the_model_as_compact_text_not_json() -> Non
 
 def test_the_answer_cites_by_label_and_the_answer_shows_the_ids() -> None:
     model = ScriptedModel([call("search_policies", query="return window opened"),
-                           "Opened products: 14 days [1]; before: 30 days [2, 7]."])
+                           "Opened products: 14 days [1]; before: 30 days [2, 7]."], small_model=True)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "How long can opened products be returned?", USER)
@@ -481,7 +486,7 @@ def test_the_answer_cites_by_label_and_the_answer_shows_the_ids() -> None:
 
 
 def test_a_question_naming_what_nothing_found_mentions_is_not_answered_from_something_else() -> None:
-    model = ScriptedModel([call("search_policies", query="competitor prices"), "It costs $30 [1]."])
+    model = ScriptedModel([call("search_policies", query="competitor prices"), "It costs $30 [1]."], small_model=True)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "What does our competitor Brightline Scientific charge for returns?", USER)
@@ -489,7 +494,7 @@ def test_a_question_naming_what_nothing_found_mentions_is_not_answered_from_some
     assert "$30" not in answer.text and len(model.requests) == 1  # code decided: no final ask
     # a name whose first word the passages hold, in other case and punctuation, is answered as usual (the
     # claim check once read "Opened-Products Returns" as named in no evidence and removed the answer)
-    named = ScriptedModel([call("search_policies", query="opened"), "Opened products: 14 days [1]."])
+    named = ScriptedModel([call("search_policies", query="opened"), "Opened products: 14 days [1]."], small_model=True)
     answer = Runner(named, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "How long may Opened-Products Returns take?", USER)
     assert not answer.abstained and answer.text.startswith("Opened products: 14 days [returns-v2#c2].")
@@ -519,7 +524,8 @@ def search_contracts(query: str) -> dict[str, Any]:
 
 def test_the_final_ask_of_a_question_about_several_parties_or_things_asks_for_each_in_turn() -> None:
     def final_ask(question: str) -> str:  # a yes/no question: the model answers, not a quote
-        model = ScriptedModel([call("search_contracts", query="price revision"), "Yes [contract-vogel#c8]."])
+        model = ScriptedModel([call("search_contracts", query="price revision"), "Yes [contract-vogel#c8]."],
+                              small_model=True)
         gate = Gate(Registry([search_contracts]), GroupPolicy({"support": ["*"]}))
         Runner(model, gate, RunnerSettings(mode="single"), tracer_factory=tracer).ask(question, USER)
         return str(model.requests[1][0][-1].content)
@@ -548,7 +554,7 @@ def query_records(query: str) -> dict[str, Any]:
 
 
 def test_a_request_carrying_sql_statement_text_is_not_offered_the_query_tool_but_keeps_the_lookups() -> None:
-    model = ScriptedModel([call("get_order_status", order_id="ORD-1001"), "It could not be checked."])
+    model = ScriptedModel([call("get_order_status", order_id="ORD-1001"), "It could not be checked."], small_model=True)
     r = Runner(model, Gate(Registry([query_records, get_order_status]), GroupPolicy({"support": ["*"]})),
                tracer_factory=tracer)
     r.ask("What's the status of order ORD-1001; DROP TABLE orders;--?", USER)
@@ -556,7 +562,8 @@ def test_a_request_carrying_sql_statement_text_is_not_offered_the_query_tool_but
     offer = next(e for e in TRACERS[-1].events if e.kind == EventKind.TOOLS_OFFERED)
     assert offer.detail["withheld"]["query_records"].startswith(
         "the request carries SQL statement text ('; DROP TABLE')")
-    model = ScriptedModel([call("query_records", query="SELECT 1"), "One."])  # a plain request keeps it
+    model = ScriptedModel([call("query_records", query="SELECT 1"), "One."],
+                          small_model=True)  # a plain request keeps it
     Runner(model, Gate(Registry([query_records]), GroupPolicy({"support": ["*"]})), tracer_factory=tracer).ask(
         "How many orders shipped in 2025; and which were late?", USER)
     assert offered(model) == ["query_records"]

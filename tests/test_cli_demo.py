@@ -28,9 +28,10 @@ def ws(tmp_path: Path) -> Path:
     return target
 
 
-def script(tmp_path: Path, replies: list[Any]) -> str:
+def script(tmp_path: Path, replies: list[Any], *, small: bool = True) -> str:
     path = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.yaml"
-    path.write_text(yaml.safe_dump(replies), encoding="utf-8")
+    # scripted as the embedded default is: the small-model aids (agent.strategy.AidedAnswer)
+    path.write_text(yaml.safe_dump({"small_model": small, "replies": replies}), encoding="utf-8")
     return f"scripted:{path}"
 
 
@@ -264,7 +265,7 @@ def test_approvals_and_audit_can_live_in_postgresql(ws: Path, tmp_path: Path, mo
 def test_a_refused_live_reading_falls_back_to_the_archive_which_says_it_is_not_live(ws: Path, tmp_path: Path) -> None:
     model = script(tmp_path, [call("live_read_temperature", channel="C"), call("query_archived_reading", channel="C"),
                               "The live reading is not available to you; the archived value is 24.1 °C at 09:00 "
-                              "[query_archived_reading#1], which is not a live measurement."])
+                              "[query_archived_reading#1], which is not a live measurement."], small=False)
     answer = ask_json(ws, "What is the live temperature on channel C right now?", model, "--mode", "loop")
     assert answer["refused"][0]["name"] == "live_read_temperature"
     assert answer["refused"][0]["error"]["code"] == "not_permitted"

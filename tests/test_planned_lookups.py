@@ -24,11 +24,12 @@ def ws(tmp_path: Path) -> Path:
     return target
 
 
-def ask(ws: Path, question: str, first: dict[str, Any], *, mode: str = "single",
+def ask(ws: Path, question: str, first: dict[str, Any], *, mode: str = "single", small: bool = True,
         replies: tuple[str, ...] = ("Here is what I found.",)) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Ask with a model whose one decision is ``first`` (a call), then answers; the Answer and its trace."""
     script = ws.parent / f"script-{len(list(ws.parent.glob('script-*')))}.yaml"
-    script.write_text(yaml.safe_dump([{"tool_calls": [first]}, *replies]), encoding="utf-8")
+    script.write_text(yaml.safe_dump({"small_model": small, "replies": [{"tool_calls": [first]}, *replies]}),
+                      encoding="utf-8")
     result = CliRunner().invoke(main, ["ask", question, "--model", f"scripted:{script}", "--workspace", str(ws),
                                        "--mode", mode, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -107,12 +108,12 @@ def test_a_lookup_is_added_for_what_the_request_asks_and_no_result_holds(ws: Pat
 def test_loop_mode_adds_the_left_out_lookup_when_the_model_would_answer_and_asks_again(ws: Path) -> None:
     answer, events = ask(ws, "Order ORD-1008 is on hold; how many FUS-T3A15 fuses do we have in stock?",
                          {"name": "get_order_status", "arguments": {"order_id": "ORD-1008"}}, mode="loop",
-                         replies=("ORD-1008 is on hold.", "ORD-1008 is on hold; the fuse count is above."))
+                         replies=("ORD-1008 is on hold.", "Answered.", "ORD-1008 is on hold; the fuse count is above."))
     assert planned(events) == [("lookup_stock", {"part_number": "FUS-T3A15"})]
     assert ran(answer)[1:] == [("lookup_stock", {"part_number": "FUS-T3A15"})]
     # the model answered twice: the answer that came before code's lookup is not the one given
     decisions = [e for e in events if e["kind"] == "model_decision" and e["decided_by"] == "model"]
-    assert len(decisions) == 3 and answer["text"].startswith("ORD-1008 is on hold; the fuse count")
+    assert len(decisions) == 3 and answer["text"].startswith("ORD-1008 is on hold; the fuse count")  # from the brief
 
 
 def test_loop_mode_adds_nothing_when_the_calls_found_what_was_asked(ws: Path) -> None:
@@ -120,7 +121,7 @@ def test_loop_mode_adds_nothing_when_the_calls_found_what_was_asked(ws: Path) ->
                          {"name": "get_order_status", "arguments": {"order_id": "ORD-1001"}}, mode="loop",
                          replies=("ORD-1001 has shipped [get_order_status#1].",))
     assert planned(events) == [] and ran(answer) == [("get_order_status", {"order_id": "ORD-1001"})]
-    assert answer["text"].startswith("ORD-1001 has shipped")
+    assert "shipped" in answer["text"]  # the record, stated by code
 
 
 def test_what_a_passage_names_for_the_request_is_looked_up_for_what_it_asks(ws: Path) -> None:

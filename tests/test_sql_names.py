@@ -11,6 +11,7 @@ import pytest
 
 from toolcrib import CallContext, Gate, GroupPolicy, Principal, Registry, ToolCall, Tracer
 from toolcrib.agent.records import table_answer
+from toolcrib.agent.request import Request
 from toolcrib.sql import SQLiteReadOnly
 from toolcrib.sql.tool import SQL_RESOURCE, sql_query
 from toolcrib.tools.grounding import Grounding
@@ -96,5 +97,5 @@ def test_the_sql_tool_drops_only_what_the_run_has_not_seen(db: SQLiteReadOnly) -
     outcome = asyncio.run(gate.run(call, cctx))
     assert outcome.ok and outcome.payload["data"]["rows"] == [[120.0]]
     assert outcome.payload["data"]["dropped_filters"] == ["provider = 'Acme'"]
-    assert table_answer("What was the total?", outcome.payload["data"], "sql_query#1") == (
+    assert table_answer(Request.parse("What was the total?"), outcome.payload["data"], "sql_query#1") == (
         "Query result (without the condition nobody asked for: provider = 'Acme'): SUM(amount) 120 [sql_query#1].")

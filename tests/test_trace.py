@@ -115,8 +115,8 @@ def test_a_record_of_another_schema_version_or_kind_is_refused_not_misread(tmp_p
         Event.from_dict({**old, "schema_version": 1, "kind": "teleported"})
     # version 2 only added decided_by "provider": a version-1 record reads as it is; a later one does not
     assert Event.from_dict({**old, "schema_version": 1, "kind": "call_executed"}).decided_by == "code"
-    with pytest.raises(TraceFormatError, match="schema_version 3"):
-        Event.from_dict({**old, "schema_version": 3, "kind": "call_executed"})
+    with pytest.raises(TraceFormatError, match="schema_version 4"):
+        Event.from_dict({**old, "schema_version": 4, "kind": "call_executed"})
     (tmp_path / "x.jsonl").write_text("not json\n")
     with pytest.raises(TraceFormatError, match="line 1"):
         read_events(tmp_path / "x.jsonl")

@@ -25,9 +25,20 @@ class WorkspaceSection(_Section):
     # single mode: a fact question that trusted document passages answer, one sentence, row or list
     # item per thing it asks, is answered by code quoting them, with no final model call (agent/quotes.py)
     quote_answers: bool = True
+    # code steps of the answer path turned off by id (agent.steps.StepId: "small_talk", "planned_lookups",
+    # "record_answer", "quoted_answer", "unmentioned_name", "capabilities_note", ...)
+    steps_off: list[str] = Field(default_factory=list)
     system_prompt: str = ""
     default_user: str | None = None
     mode: Literal["single", "loop"] = "single"
+
+    @model_validator(mode="after")
+    def _known_steps(self) -> WorkspaceSection:
+        from toolcrib.agent.steps import StepId
+
+        if unknown := [s for s in self.steps_off if s not in set(StepId)]:
+            raise ValueError(f"unknown step id(s) {', '.join(unknown)}; known: {', '.join(sorted(StepId))}")
+        return self
 
 
 class ModelSection(_Section):
@@ -87,7 +98,7 @@ class RetrievalSection(_Section):
     # When no tool call of a run found anything, code searches the documents once with the question.
     search_when_nothing_found: bool = True
     # single mode: code searches the documents once when the request asks about two or more words that
-    # no result of the run (nor the tools that returned them) holds ("what does F2 cost and how often
+    # no result of the run (nor the tools that returned them) holds ("what does G7 cost and how often
     # should it be replaced?" after a price lookup)
     search_when_unanswered: bool = True
     # Characters of passage text a search shows the model, in all: the sentences, rows and items that

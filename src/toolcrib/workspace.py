@@ -533,7 +533,7 @@ class Workspace:
             limits=Limits(rounds=lim.rounds, tool_calls=lim.tool_calls, wall_s=lim.wall_s, tokens=lim.tokens),
             require_evidence=cfg.workspace.require_evidence, name=cfg.workspace.name,
             small_talk=cfg.workspace.small_talk, record_answers=cfg.workspace.record_answers,
-            quote_answers=cfg.workspace.quote_answers,
+            quote_answers=cfg.workspace.quote_answers, steps_off=frozenset(cfg.workspace.steps_off),
             system_prompt=cfg.workspace.system_prompt, max_tokens=cfg.model.max_tokens,
             offer_only_groundable=cfg.tools.offer_only_groundable, plan_lookups=cfg.tools.plan_lookups,
             search_when_nothing_found=cfg.retrieval.search_when_nothing_found,

@@ -37,15 +37,20 @@ class Brief:
         """The label of ``cid``: the next number, the first time it is shown."""
         return self.labels.setdefault(cid, str(len(self.labels) + 1))
 
-    def cited_by_id(self, answer: str) -> str:
+    def cited_by_id(self, answer: str) -> tuple[str, list[str]]:
         """``answer`` with each label it cites written as its citation id again (``[1, 2]`` -> ``[a#c1]
-        [b#c2]``); a number that labels nothing is dropped (the citation review then sees the claim uncited)."""
+        [b#c2]``; a number that labels nothing is dropped), and each bracket that labels nothing at all
+        (removed: a model that uses labels as blanks, "is [2] with a status of [3]", leaves holes)."""
         ids = {label: cid for cid, label in self.labels.items()}
+        blanks: list[str] = []
 
         def relabel(match: re.Match[str]) -> str:
-            return " ".join(f"[{ids[n]}]" for n in re.split(r"\s*[,;]\s*", match.group(1)) if n in ids)
+            numbers = re.split(r"\s*[,;]\s*", match.group(1))
+            if not any(n in ids for n in numbers):  # a bracket that cites nothing stood for a value
+                blanks.append(match.group(0))
+            return " ".join(f"[{ids[n]}]" for n in numbers if n in ids)
 
-        return _LABELS.sub(relabel, answer)
+        return _LABELS.sub(relabel, answer), blanks
 
 
 def evidence_brief(ledger: EvidenceLedger, outcomes: Sequence[CallOutcome]) -> Brief:

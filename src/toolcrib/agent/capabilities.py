@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from toolcrib.tools.grounding import stems
+from toolcrib.agent.request import Request
+from toolcrib.text import stems
 from toolcrib.tools.tool import Effect, Tool, name_words
 
 
@@ -19,13 +20,13 @@ def _name_words(tool: Tool) -> list[str]:
     return [w for w in name_words(tool.name.lower()) if w]
 
 
-def unavailable_asked(request: str, tools: Iterable[Tool], usable: Iterable[Tool]) -> list[Tool]:
+def unavailable_asked(request: Request, tools: Iterable[Tool], usable: Iterable[Tool]) -> list[Tool]:
     """The tools of ``tools`` that change something, are not among ``usable`` (what the policy offers
     the principal) and that ``request`` names (see the module docstring)."""
     usable = list(usable)
     usable_names = {t.name for t in usable}
     theirs = stems(" ".join(w for t in usable for w in _name_words(t)))
-    asked = stems(request)
+    asked = request.stems
     named = []
     for tool in tools:
         words = _name_words(tool)

@@ -13,6 +13,7 @@ from toolcrib.models.base import HostedCall, HostedSource
 from toolcrib.retrieval.citations import Citation, check_citations
 from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
 from toolcrib.retrieval.excerpt import key_sentence, names
+from toolcrib.text import CODE_IDENTIFIER, SENTENCES, content_words, spaced
 from toolcrib.tools.result import CallOutcome
 from toolcrib.websearch.results import WebResults, needs_current_data
 
@@ -137,12 +138,12 @@ class EvidenceLedger:
         """The ids an answer may cite."""
         return [cid for cid in self.items if cid not in self.found_nothing]
 
-    def unmentioned(self, question: str) -> list[str]:
-        """The names ``question`` asks about ("Brightline Scientific") that nothing found mentions: no
+    def unmentioned(self, asked: Sequence[str]) -> list[str]:
+        """The names ``asked`` about ("Northwind Labs") that nothing found mentions: no
         result, and no passage under its header, holds the name's first word, which is what sets it
-        apart ("Tamarack Late Fee" is mentioned where "Tamarack" is)."""
-        found = _words("\n".join(self._shown(cid) for cid in self.texts))
-        return [n for n in names(question) if f" {_words(n).split()[0]} " not in found]
+        apart ("Ostara Late Fee" is mentioned where "Ostara" is)."""
+        found = spaced("\n".join(self._shown(cid) for cid in self.texts))
+        return [n for n in asked if f" {spaced(n).split()[0]} " not in found]
 
     def conflict_notes(self, conflicts: Sequence[Conflict], question: str | None = None) -> list[str]:
         """A sentence per conflict naming each version; with the ``question``, what each version says
@@ -214,9 +215,9 @@ class EvidenceLedger:
 
     def _unrelated(self, facts: _Facts, asked: _Facts, items: Mapping[str, _Facts]) -> str:
         """Why a claim's figure is not the evidence's figure for what it names: it comes from passages
-        only (of ``items``), and none holds it together with one of the claim's identifiers ("HLV-2200
-        costs $52.00" when $52.00 is the price of HLV-2205 in the parts list). A tool's record is about
-        what it was looked up by, and may be reached through another ("the part ordered in ORD-1005
+        only (of ``items``), and none holds it together with one of the claim's identifiers ("AB-1230
+        costs $52.00" when $52.00 is the price of AB-1234 in the parts list). A tool's record is about
+        what it was looked up by, and may be reached through another ("the part ordered in PO-1005
         costs $118"): its figures stand. "" when the claim names no identifier or states no figure."""
         figures = facts.figures - asked.figures
         if not facts.identifiers or not figures:
@@ -240,8 +241,8 @@ class EvidenceLedger:
     def _claims_checked(self, text: str, question: str) -> tuple[str, list[tuple[str, str]]]:
         """``text`` without the sentences that state a figure, date, price or identifier found in neither
         the evidence this run retrieved (the sentence's cited items when it cites any) nor the question,
-        or that give a figure for an identifier no item gives it for ("HLV-2200 costs $52.00", the price
-        of HLV-2205), or that assert what a cited result says is false ("the live reading" of a
+        or that give a figure for an identifier no item gives it for ("AB-1230 costs $52.00", the price
+        of AB-1234), or that assert what a cited result says is false ("the live reading" of a
         ``"live": false`` result), or that state a figure about a name the question asks about and no evidence mentions
         (a competitor's price "from" a passage about our own product), or any figure at all when every name
         the question asks about is missing from documents that are all the evidence (the price of our own
@@ -252,13 +253,13 @@ class EvidenceLedger:
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
         held = {cid: _Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
         asked_names = names(question)
-        unknown = self.unmentioned(question)
+        unknown = self.unmentioned(asked_names)
         # every proper name the request asks about (not an identifier or a code such as EUR) is absent
         # from documents that are all the evidence: a figure from them is about something else
         elsewhere = (bool(unknown) and len(unknown) == len(asked_names)
                      and all(any(c.islower() for c in n) for n in unknown)
                      and all(item.kind in ("passage", "web") for item in self.items.values()))
-        for sentence in _SENTENCES.split(text):
+        for sentence in SENTENCES.split(text):
             ids = [c for c in _CITED.findall(sentence) if c in self.texts]
             cited = "\n".join(self._shown(c) for c in ids)
             claim = _CITED.sub("", sentence)
@@ -294,20 +295,9 @@ class EvidenceLedger:
         return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched)
 
 
-_WORD = re.compile(r"[^\W_]+")
-
-
-def _words(text: str) -> str:
-    """``text`` as its words in lower case, one space apart ("Late-Delivery" -> " late delivery ")."""
-    return " " + " ".join(_WORD.findall(text.casefold())) + " "
-
-
-# Sentences, keeping what separates them (so the kept ones join back unchanged); citation markers.
-_SENTENCES = re.compile(r"(?<=[.!?])(?=\s+[A-Z\[(\"'*-])|(?<=\n)")
+# Citation markers; where a sentence ends.
 _ENDED = re.compile(r"[.!?](?:\s*\[[^\[\]]+\])*\s*$")  # a whole sentence's end, citation markers after it
 _CITED = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]+)\]")
-# An identifier: capitals then digits, with or without a hyphen (HLV-2205, ORD-1001, KB-400, F2, CH1).
-_IDENTIFIER = re.compile(r"\b[A-Z]{1,6}-?\d[A-Z0-9-]*\b")
 # A figure: an optional currency sign, digits with thousands separators and decimals, an optional %; not
 # the digits of an identifier or the month and day of an ISO date (after a hyphen).
 _FIGURE = re.compile(r"(?<![\w.-])([$€£]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)")
@@ -331,7 +321,7 @@ class _Facts:
             value = float(whole.replace(",", "") + decimals)
             if evidence or currency or decimals or percent or value >= 10:
                 figures.add(round(value, 6))
-        return cls(frozenset(m.upper() for m in _IDENTIFIER.findall(text)), frozenset(figures))
+        return cls(frozenset(m.upper() for m in CODE_IDENTIFIER.findall(text)), frozenset(figures))
 
     @classmethod
     def joined(cls, parts: Iterable[_Facts]) -> _Facts:
@@ -362,7 +352,7 @@ def whole_sentences(text: str) -> str:
     """``text`` without its last sentence when that one was cut off (a reply that reached its token cap):
     up to the last sentence that ends in . ! or ?, a closing citation marker after it kept; the whole
     text when none does."""
-    parts = _SENTENCES.split(text.rstrip())
+    parts = SENTENCES.split(text.rstrip())
     while parts and not _ENDED.search(parts[-1]):
         parts.pop()
     return "".join(parts).rstrip() or text
@@ -371,7 +361,7 @@ def whole_sentences(text: str) -> str:
 def says_evidence_lacks_it(text: str) -> bool:
     """Whether every sentence of ``text`` says the evidence does not hold the answer: the model's own
     abstention, which code reports as one (with what was looked up), not as an answer."""
-    sentences = [s for s in _SENTENCES.split(_CITED.sub("", text)) if s.strip()]
+    sentences = [s for s in SENTENCES.split(_CITED.sub("", text)) if s.strip()]
     return bool(sentences) and all(_LACKS.search(s) for s in sentences)
 
 
@@ -394,21 +384,11 @@ def _contradiction(claim: str, evidence: str) -> str:
     return ""
 
 
-_STOP = frozenset(["this", "that", "with", "from", "have", "will", "what", "which", "when", "where", "there", "their",
-                   "about", "into", "than", "then", "them", "they", "been", "were", "your", "does", "also", "only",
-                   "each", "must", "shall", "should", "would", "could"])
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9][a-z0-9.,%-]*[a-z0-9%]|[0-9]", text.lower())
-            if (len(w) >= 4 or w[0].isdigit()) and w not in _STOP}
-
-
 def best_support(answer: str, passages: Mapping[str, str]) -> str | None:
     """The passage sharing the most content words with the answer, if it shares at least a third."""
-    words = _content_words(answer)
+    words = content_words(answer)
     if not words:
         return None
-    score, cid = max(((len(words & _content_words(t)) / len(words), cid) for cid, t in passages.items()),
+    score, cid = max(((len(words & content_words(t)) / len(words), cid) for cid, t in passages.items()),
                      default=(0.0, ""))
     return cid if score >= 1 / 3 else None

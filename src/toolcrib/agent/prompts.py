@@ -31,6 +31,17 @@ EVIDENCE_REMINDER = """Your answer did not rest on any tool result or document. 
 evidence: call one of the offered tools to look the facts up. If no tool can help, reply with a
 short clarifying question for the user."""
 
+TEXT_ONLY = "Write the answer now, in plain text from the evidence above. Do not call any tool."
+
+NO_BLANKS = """Write the values themselves (statuses, figures, dates, names) as the evidence gives them. A
+label in square brackets only says where a fact comes from: put it after the fact, never in its place."""
+
+NO_TEXT_ANSWER = ("I stopped before finishing: asked twice for the answer, the model replied without any text. "
+                  "Nothing was changed; please ask again.")
+
+BROKEN_ANSWER = ("I found evidence but could not write a complete answer from it (the draft left the facts out), "
+                 "so I am not giving one. Please ask again.")
+
 UNSUPPORTED_ANSWER = ("I found evidence, but it does not confirm the figures or identifiers of the answer I "
                       "drafted, so I am not giving one. Please ask again, more specifically.")
 

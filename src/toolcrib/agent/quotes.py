@@ -14,9 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from toolcrib.agent.request import Request, without_meta
 from toolcrib.retrieval.evidence import CitedPassage, Conflict
-from toolcrib.retrieval.excerpt import GAP, BestUnit, best_unit, cut, names, terms, units
+from toolcrib.retrieval.excerpt import GAP, BestUnit, best_unit, cut, terms, units
 from toolcrib.retrieval.retriever import contains_exactly
+from toolcrib.text import TYPED_IDENTIFIER
 
 MIN_COVER = 0.3  # the share of an ask's term weight its quoted unit must hold
 MIN_HELD = 2  # and how many of its terms, at least
@@ -25,9 +27,6 @@ _STEP = re.compile(r"^\s*(\d{1,2})[.)]\s+\S")
 _STEP_TITLE = 80  # a step shorter than this is a title: the sentence after it is quoted with it
 _QUOTE_CHARS = 600
 
-# a request that asks two things: "what does X cost and how often should it be replaced?"
-_ASK_SPLIT = re.compile(r"(?<=\?)\s+(?=\S[^?]*\?)|,?\s+\b(?:and|but)\s+(?=(?:how|what|when|where|which|who|why|"
-                        r"whether|is|are|does|do|did|can|should|must)\b)", re.IGNORECASE)
 # answered by reasoning over the evidence, not by quoting it: a yes/no, a hypothetical, a comparison
 _REASONING = re.compile(r"^\s*(?:can|could|is|are|was|were|does|do|did|should|will|would|may|must|has|have|if)\b|"
                         r"\b(?:today|tomorrow|yesterday|if|cheaper|cheapest|fewer|better|worse|compare|versus|vs|"
@@ -35,12 +34,6 @@ _REASONING = re.compile(r"^\s*(?:can|could|is|are|was|were|does|do|did|should|wi
 # a procedure's steps run over several passages: the model puts them together
 _PROCEDURE = re.compile(r"^\s*how\s+(?:do|can|should|would|must)\s+(?:i|we|you)\b|\bhow\s+to\b|\bsteps?\b|"
                         r"\bprocedure\b", re.IGNORECASE)
-# where the answer should come from, not what it is about
-_META = re.compile(r"\b(?:according\s+to|as\s+stated\s+in|in|from)\s+(?:our|the)\s+(?:documents?|docs|records|files)\b",
-                   re.IGNORECASE)
-# asks what named sources say: "what do the parts list and the contract each say ...?"
-_SOURCES_SAY = re.compile(r"^\s*what\s+(?:do|does|did)\s+(?:the|our)\s+[^?]{3,80}?\s+(?:each\s+|both\s+)?say\b",
-                          re.IGNORECASE)
 # what the answer to an ask must hold: a price asked is a figure with its currency; an amount, a
 # duration or a date asked is a figure
 _PRICE_ASK = re.compile(r"\b(?:price[sd]?|costs?)\b", re.IGNORECASE)
@@ -51,32 +44,20 @@ _WHEN_ASK = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b", re.IGNORECASE
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _DATE = re.compile(rf"\b(?:19|20)\d\d\b|\b\d{{1,2}}:\d\d\b|\b{_MONTH}\s+\d|\b\d{{1,2}}\s+{_MONTH}|"
                    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
-# what separates the names of a list: "Vogel and Tamarack", "Vogel's, Aurora's or Tamarack's"
+# what separates the names of a list: "Norden and Ostara", "Norden's, Borealis's or Ostara's"
 _LISTED = re.compile(r"(?:['’]s)?\s*(?:,\s*(?:and\s+|or\s+)?|and|or|&|vs\.?|versus)\s*", re.IGNORECASE)
-# an identifier as users type it: short ones (P2, CH1) and lower case too
-_IDENTIFIER = re.compile(r"\b[A-Za-z]{1,6}-?\d[A-Za-z0-9-]*\b")
 
 
-def asks_documents(question: str) -> bool:
-    """Whether the request asks what the documents say ("... according to our documents?", "what do
-    the parts list and the contract each say ...?")."""
-    return _META.search(question) is not None or _SOURCES_SAY.search(question) is not None
-
-
-def asks(question: str) -> list[str]:
-    """The things a request asks, in order: "What does F2 cost and how often is it replaced?" is two."""
-    return [part.strip() for part in _ASK_SPLIT.split(question) if part and part.strip()]
-
-
-def quoted_answer(question: str, passages: Sequence[CitedPassage], conflicts: Sequence[Conflict] = (), *,
+def quoted_answer(request: Request, passages: Sequence[CitedPassage], conflicts: Sequence[Conflict] = (), *,
                   sought: Sequence[str] = ()) -> str | None:
-    """An answer quoting, for each thing ``question`` asks, the unit of ``passages`` (best first) that
+    """An answer quoting, for each thing the request asks, the unit of ``passages`` (best first) that
     holds most of it. None when the question needs reasoning or is about a procedure, when an ask's
     best unit holds under ``MIN_COVER`` of its weight, fewer than ``MIN_HELD`` of its terms or not its
     identifiers, or when a quote would come from a document written outside the organisation. Of
     conflicting versions (``conflicts``) only the newest is quoted: the note the citation review adds
     says what each version says. Each value in ``sought`` (what a lookup of the run found nothing
     for: "channel Z") must be named by a quote, or there is nothing to quote."""
+    question = request.text
     if passages and _PROCEDURE.search(question) and not _REASONING.search(question):
         return _steps(question, passages)
     if not passages or _REASONING.search(question) or _PROCEDURE.search(question) or _holds_figure(question):
@@ -84,8 +65,8 @@ def quoted_answer(question: str, passages: Sequence[CitedPassage], conflicts: Se
     older = {v.get("doc_id") or v.get("citation", "").split("#", 1)[0] for c in conflicts for v in c.versions[1:]}
     shown = [p for p in passages if p.doc_id not in older]
     quotes: list[tuple[CitedPassage, str]] = []
-    for ask, among, optional in _targets(question, shown):
-        best = best_unit(_SOURCES_SAY.sub(" ", _META.sub(" ", ask)), [p.text for p in among])
+    for ask, among, optional in _targets(request, shown):
+        best = best_unit(without_meta(ask), [p.text for p in among])
         if best is None or not _answers(ask, among[best.passage], best):
             if optional and quotes:
                 continue  # another document holding the identifier, saying nothing of it
@@ -143,32 +124,34 @@ def _answers(ask: str, passage: CitedPassage, best: BestUnit) -> bool:
     return not _AMOUNT_ASK.search(ask) or any(c.isdigit() for c in best.text)
 
 
-def _targets(question: str, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage], bool]]:
+def _targets(request: Request, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage], bool]]:
     """What to quote for, among which passages, and whether it may go unanswered (a document other
     than the first holding the identifier asked about). With two or more names the passages mention
-    ("the Vogel contract, and how does Tamarack's differ?"): the question without its names, among each name's
-    passages. With one ask about an identifier several documents hold ("the price of a PSU-4030
+    ("the Norden contract, and how does Ostara's differ?"): the question without its names, among each name's
+    passages. With one ask about an identifier several documents hold ("the price of a QX-4030
     according to our documents"): the ask among each such document's passages, best first. Else each
     ask among the passages holding every identifier of the question (a later ask often names its
     subject only as "it": "... and how often should it be replaced?")."""
-    named = _named(question, passages)
+    question = request.text
+    named = _named(request, passages)
     if len(named) >= 2:
         bare = _without(question, {n for n, _ in named})
         return [(bare, among, False) for _, among in named]
     holding = [p for p in passages if _names_all(question, f"{p.title}\n{p.text}")]
-    parts = asks(question)
+    parts = list(request.asks)
     documents = list(dict.fromkeys(p.doc_id for p in holding))
-    if len(parts) == 1 and _IDENTIFIER.search(question) and len(documents) >= 2:
+    if len(parts) == 1 and TYPED_IDENTIFIER.search(question) and len(documents) >= 2:
         return [(parts[0], [p for p in holding if p.doc_id == doc], k > 0) for k, doc in enumerate(documents)]
     return [(ask, holding, False) for ask in parts]
 
 
-def compared(question: str, passages: Sequence[CitedPassage]) -> list[str]:
-    """The names ``question`` lists together ("Vogel and Tamarack", "A, B or C") that passages mention,
+def compared(request: Request, passages: Sequence[CitedPassage]) -> list[str]:
+    """The names ``question`` lists together ("Norden and Ostara", "A, B or C") that passages mention,
     when there are two or more: each needs its own answer. Not the words of one title ("The Art of
     Electronics")."""
+    question = request.text
     group: list[str] = []
-    for name, _ in _named(question, passages):
+    for name, _ in _named(request, passages):
         if group:
             last = group[-1]
             if not _LISTED.fullmatch(question[question.find(last) + len(last):question.find(name)]):
@@ -179,15 +162,15 @@ def compared(question: str, passages: Sequence[CitedPassage]) -> list[str]:
     return group if len(group) >= 2 else []
 
 
-def _named(question: str, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage]]]:
-    """Each name of ``question`` (not an identifier) with the passages that mention it, where some do."""
-    return [(n, among) for n in names(question) if not _IDENTIFIER.fullmatch(n)
+def _named(request: Request, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage]]]:
+    """Each name of the request (not an identifier) with the passages that mention it, where some do."""
+    return [(n, among) for n in request.names if not TYPED_IDENTIFIER.fullmatch(n)
             if (among := [p for p in passages if n.casefold() in f"{p.title}\n{p.text}".casefold()])]
 
 
 def _names_all(ask: str, text: str) -> bool:
-    """Whether ``text`` holds every identifier ``ask`` names (PSU-4030, P2, KB-400)."""
-    return all(contains_exactly(text, i) for i in _IDENTIFIER.findall(ask))
+    """Whether ``text`` holds every identifier ``ask`` names (QX-4030, P2, KB-400)."""
+    return all(contains_exactly(text, i) for i in TYPED_IDENTIFIER.findall(ask))
 
 
 def _without(text: str, words: set[str]) -> str:

@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
+from toolcrib.agent.request import Request
 from toolcrib.retrieval.retriever import contains_exactly
-from toolcrib.tools.grounding import stems
+from toolcrib.text import stems
 from toolcrib.tools.tool import Tool
 
-# A question that asks for facts: it opens with a wh-word or "how much/many/long", or asks to be given,
-# shown or told something (after an optional greeting); a yes/no question ("does", "is", "can") or a
-# why/how-to question needs the model.
-_FACT_QUESTION = re.compile(
-    r"^\s*(?:(?:hi|hello|hey|please)[\s,!]+)?(?:what(?:'s| is| are| was| were)?|which|who|whom|where|when"
-    r"|how\s+(?:much|many|long|soon|old)|(?:give|show|tell|get)\s+(?:me|us))\b", re.IGNORECASE)
 _NEEDS_REASONING = re.compile(r"\b(?:why|explain|should|compare|recommend|summari[sz]e|differ\w*|if|whether|"
                               r"than|instead|but|except|overdue|late|enough)\b", re.IGNORECASE)
 # Words that ask, point or hedge without naming anything a record must hold; a count the request gives
@@ -56,27 +51,27 @@ class LookedUp:
     citation: str
 
 
-def record_answer(question: str, lookups: Sequence[LookedUp]) -> str | None:
+def record_answer(request: Request, lookups: Sequence[LookedUp]) -> str | None:
     """The answer code writes from ``lookups``, or None when the question needs the model (see the
     module docstring)."""
-    if not lookups or not _asks_facts(question) or _NEEDS_REASONING.search(question):
+    if not lookups or not request.wants_facts or _NEEDS_REASONING.search(request.text):
         return None
     if any(not _flat(item.record) or item.record.get("found") is False for item in lookups):
         return None
-    asked = stems(question) - _ASKING
-    if len(unanswered_words(question, lookups)) > (1 if len(asked) >= 3 else 0):
+    asked = request.stems - _ASKING
+    if len(unanswered_words(request.stems, lookups)) > (1 if len(asked) >= 3 else 0):
         return None
     return "\n".join(_sentence(item, asked) for item in lookups)
 
 
-def table_answer(question: str, data: Mapping[str, Any], citation: str) -> str | None:
+def table_answer(request: Request, data: Mapping[str, Any], citation: str) -> str | None:
     """The answer code writes from a query's small table result (``{"columns", "rows"}``: at most
     ``_MAX_ROWS`` rows of at most ``_MAX_COLUMNS`` columns, none truncated) for a question that asks for
     facts: each row's columns and values exactly as returned, any name the query resolved and any
     condition dropped from it (``sql.unsaid``). None when the question needs the model, or the result
     is empty or larger."""
     columns, rows = data.get("columns"), data.get("rows")
-    if not _asks_facts(question) or _NEEDS_REASONING.search(question) or data.get("truncated"):
+    if not request.wants_facts or _NEEDS_REASONING.search(request.text) or data.get("truncated"):
         return None
     if data.get("claimed"):  # a column named for what it does not compute: not code's to state
         return None
@@ -98,11 +93,6 @@ def table_answer(question: str, data: Mapping[str, Any], citation: str) -> str |
     return f"Query result{rows_said}{note}: {body} [{citation}]."
 
 
-def _asks_facts(question: str) -> bool:
-    """Whether a sentence of ``question`` asks for facts ("Order ORD-1008 is on hold. How many ...?")."""
-    return any(_FACT_QUESTION.search(sentence) for sentence in re.split(r"(?<=[.!?])\s+", question))
-
-
 def _cell(value: Any) -> str:
     if value is None:
         return "none"
@@ -111,8 +101,8 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def unanswered_words(question: str, lookups: Sequence[LookedUp]) -> set[str]:
-    """The content words (stems) of ``question`` that no record holds, in its fields or values, and no
+def unanswered_words(asked: Set[str], lookups: Sequence[LookedUp]) -> set[str]:
+    """The content words of ``asked`` (a request's stems) that no record holds, in its fields or values, and no
     tool that returned one names or describes: what the request asks beyond what was looked up. A
     lookup that found nothing (``"found": false``) covers nothing: its tool's description is no answer."""
     covered: set[str] = set()
@@ -121,17 +111,17 @@ def unanswered_words(question: str, lookups: Sequence[LookedUp]) -> set[str]:
             continue
         text = json.dumps(item.record, ensure_ascii=False, default=str).replace("_", " ")
         covered |= stems(f"{item.tool.name.replace('_', ' ')} {item.tool.description} {text}")
-    return stems(question) - _ASKING - covered
+    return set(asked) - _ASKING - covered
 
 
-def unanswered_by_query(question: str, tool: Tool, data: Mapping[str, Any]) -> set[str]:
-    """The content words of ``question`` that a query's result does not hold, each column that is named
+def unanswered_by_query(asked: Set[str], tool: Tool, data: Mapping[str, Any]) -> set[str]:
+    """The content words of ``asked`` that a query's result does not hold, each column that is named
     for what it does not compute (``claimed``) read as its expression: "delivery_lead_time" holds no
     lead time when it is ``MAX(year)``."""
     claimed = data.get("claimed") or {}
     shown = {k: v for k, v in data.items() if k != "claimed"}
     shown["columns"] = [claimed.get(c, c) for c in data.get("columns") or []]
-    return unanswered_words(question, [LookedUp(tool, "", shown, "")])
+    return unanswered_words(asked, [LookedUp(tool, "", shown, "")])
 
 
 def _flat(record: Any) -> bool:
@@ -145,8 +135,8 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _sentence(item: LookedUp, asked: set[str]) -> str:
-    """``Order status ORD-1001: status shipped; carrier DHL; ... [get_order_status#1]``, the fields
+def _sentence(item: LookedUp, asked: Set[str]) -> str:
+    """``Order status PO-1001: status shipped; carrier DHL; ... [order_status#1]``, the fields
     the question names first."""
     fields: list[tuple[str, str]] = []
     for name, value in item.record.items():

@@ -13,28 +13,28 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from toolcrib.tools.grounding import identifiers, stems
+from toolcrib.agent.request import Request
+from toolcrib.text import stems
+from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.tool import Tool, name_words
 
-# a figure standing alone (not inside F2, CH3 or ORD-1001), with its sign
-_FIGURE = re.compile(r"(?<![\w.-])[-−]?\d+(?:\.\d+)?(?![\w-])")
 # a figure with a short unit after it ("12 V", "5 kg"): the unit is not an identifier
 _WITH_UNIT = re.compile(r"(?<![\w.-])[-−]?\d+(?:\.\d+)?\s*[A-Za-z%°]{1,2}\b")
 
 
-def requested_arguments(question: str, tool: Tool) -> dict[str, Any] | None:
-    """The arguments of ``tool`` that ``question`` spells out, when it asks for this change (the verb
+def requested_arguments(request: Request, tool: Tool) -> dict[str, Any] | None:
+    """The arguments of ``tool`` that the request spells out, when it asks for this change (the verb
     of the tool's name, in any form) and gives each required argument exactly one value: an
     identifier of its declared shape, or the request's one figure for its one numeric parameter.
     None otherwise."""
     verb = name_words(tool.name)[0]
-    if not verb or not stems(verb) & stems(question):
+    if not verb or not stems(verb) & request.stems:
         return None
     schema = tool.parameters.get("properties", {})
     required = list(tool.parameters.get("required", ()))
     shapes = dict(tool.identifier_shapes)
-    words = _WITH_UNIT.sub(" ", question)  # where identifiers are looked for
-    figures = [m.group(0).replace("−", "-") for m in _FIGURE.finditer(question)]
+    words = _WITH_UNIT.sub(" ", request.text)  # where identifiers are looked for
+    figures = request.figures
     numeric = [name for name in required if schema.get(name, {}).get("type") in ("integer", "number")]
     arguments: dict[str, Any] = {}
     for name in required:

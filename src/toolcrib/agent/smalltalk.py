@@ -1,30 +1,29 @@
 """Small talk: a greeting, thanks or goodbye carries no question to look up, so code answers it at
-once instead of sending it through a tool call and a 20-second abstention."""
+once instead of sending it through a tool call and an abstention. What the assistant can help with is
+said from the workspace's own tools, never from a fixed list."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 
-_SMALL_TALK = re.compile(
-    r"^\s*(?:(?P<greeting>hi|hello|hey|hiya|howdy|greetings|good\s+(?:morning|afternoon|evening|day))"
-    r"|(?P<thanks>thanks?|thank\s+you|thx|cheers|much\s+appreciated|great,?\s+thanks?)"
-    r"|(?P<goodbye>bye|goodbye|see\s+you(?:\s+later)?|have\s+a\s+(?:good|nice)\s+(?:day|one)))"
-    r"(?:\s+(?:there|again|all|everyone|so\s+much|very\s+much|a\s+lot))?"
-    r"(?:[\s,!.]*how\s+are\s+you(?:\s+doing)?(?:\s+today)?)?"
-    r"[\s!.,:;)?]*$", re.IGNORECASE)
+from toolcrib.agent.request import Request
+from toolcrib.tools.tool import Tool
 
 _REPLIES = {
-    "greeting": "Hello! I'm the assistant of {name}. Ask me about its documents and data (orders, parts, "
-                "stock, policies, contracts...): I answer from them and cite what I used.",
+    "greeting": "Hello! I'm the assistant of {name}. Ask me about its documents and data{topics}: I answer "
+                "from them and cite what I used.",
     "thanks": "You're welcome. Ask me anything else about {name}'s documents and data.",
     "goodbye": "Goodbye.",
 }
+_TOPICS = 4
 
 
-def small_talk_reply(message: str, name: str) -> str | None:
-    """Code's reply to a message that is only a greeting, thanks or goodbye; None for anything else
-    (a greeting followed by a question is a question)."""
-    match = _SMALL_TALK.match(message)
-    if match is None or match.lastgroup is None:
+def small_talk_reply(request: Request, name: str, tools: Sequence[Tool] = ()) -> str | None:
+    """Code's reply to a request that is only a greeting, thanks or goodbye, naming what the offered
+    ``tools`` read (their summaries); None for anything else (a greeting followed by a question is a
+    question)."""
+    if request.small_talk is None:
         return None
-    return _REPLIES[match.lastgroup].format(name=name)
+    topics = [t.summary.rstrip(".") for t in tools if t.summary][:_TOPICS]
+    said = f" (for example: {'; '.join(t[:1].lower() + t[1:] for t in topics)})" if topics else ""
+    return _REPLIES[request.small_talk].format(name=name, topics=said)

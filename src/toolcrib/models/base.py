@@ -122,9 +122,10 @@ class Model(ABC):
     supports_parallel_calls: bool = False
     supports_strict: bool = False
     hosted_tools: tuple[str, ...] = ()  # tools the provider runs itself, by workspace configuration
-    # a small model whose answer at the end of a long tool conversation is less reliable than one asked
-    # from the evidence brief: loop mode then writes the answer as single mode does (the runner)
-    answers_from_brief: bool = False
+    # a small model: the runner aids it (planned lookups, answers code writes from records and passages,
+    # the final answer asked from an evidence brief, answer caps): agent.strategy.AidedAnswer. Any other
+    # gets the native conversation, its tool results as tool messages, and writes its own answer.
+    small_model: bool = False
     name: str = "model"
 
     @abstractmethod

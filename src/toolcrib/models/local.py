@@ -126,7 +126,7 @@ class LocalModel(Model):
     supports_tools = True
     supports_parallel_calls = True
     supports_strict = True
-    answers_from_brief = True  # demo multi-hop in loop mode: 6 of 10 from its own answers, 8 of 10 from the brief
+    small_model = True  # demo multi-hop in loop mode: 6 of 10 from its own answers, 8 of 10 from the brief
     name = DEFAULT_NAME
 
     def __init__(

@@ -64,14 +64,17 @@ class ScriptedModel(Model):
     supports_strict = True
     name = "scripted"
 
-    def __init__(self, replies: Iterable[Any], *, source: str = "<script>") -> None:
+    def __init__(self, replies: Iterable[Any], *, source: str = "<script>", small_model: bool | None = None) -> None:
+        if small_model is not None:  # script the embedded model's path (agent.strategy.AidedAnswer)
+            self.small_model = small_model
         self.replies = [_reply_to_completion(r, i, source) for i, r in enumerate(replies)]
         self.requests: list[tuple[list[Message], list[ToolSpec] | None]] = []
         self.source = source
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
-        """Load replies from a JSON or YAML file (``--model scripted:FILE``)."""
+        """Load replies from a JSON or YAML file (``--model scripted:FILE``): a list of replies, or a mapping
+        with ``replies`` and ``small_model`` (script the embedded model's aided path)."""
         if not str(path):
             raise ConfigError("the scripted model needs a file: use 'scripted:PATH' (JSON or YAML list of replies)",
                               key="model")
@@ -84,11 +87,13 @@ class ScriptedModel(Model):
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(f"not valid JSON/YAML: {exc}", file=str(p)) from None
+        small = False
         if isinstance(data, dict) and "replies" in data:
+            small = data.get("small_model") is True
             data = data["replies"]
         if not isinstance(data, list):
             raise ConfigError("expected a list of replies", file=str(p))
-        return cls(data, source=str(p))
+        return cls(data, source=str(p), small_model=small)
 
     @property
     def remaining(self) -> int:
@@ -126,8 +131,11 @@ class FunctionModel(Model):
     supports_parallel_calls = True
     name = "function"
 
-    def __init__(self, fn: Callable[[list[Message], list[ToolSpec] | None], Completion | str]) -> None:
+    def __init__(self, fn: Callable[[list[Message], list[ToolSpec] | None], Completion | str], *,
+                 small_model: bool | None = None) -> None:
         self.fn = fn
+        if small_model is not None:  # as ScriptedModel
+            self.small_model = small_model
 
     @classmethod
     def from_spec(cls, spec: str) -> FunctionModel:

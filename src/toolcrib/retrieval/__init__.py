@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         HybridRetriever,
         Reranker,
         Retrieval,
-        find_identifiers,
     )
+    from toolcrib.text import find_identifiers
 
 _WHERE: dict[str, str] = {
     "Block": "toolcrib.retrieval.documents",
@@ -64,7 +64,7 @@ _WHERE: dict[str, str] = {
     "check_citations": "toolcrib.retrieval.citations",
     "citation_id": "toolcrib.retrieval.documents",
     "citations_in": "toolcrib.retrieval.citations",
-    "find_identifiers": "toolcrib.retrieval.retriever",
+    "find_identifiers": "toolcrib.text",
     "index_settings": "toolcrib.retrieval.ingest",
     "ingest": "toolcrib.retrieval.ingest",
     "load_document": "toolcrib.retrieval.loaders",

@@ -39,7 +39,7 @@ _QUANTITY_ASK = re.compile(r"\b(?:how\s+(?:much|many|long|soon|often|fast|far)|w
 _NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
 
 def names(text: str) -> list[str]:
-    """The names ``text`` holds: runs of capitalised words ("Brightline Scientific"), without a word that
+    """The names ``text`` holds: runs of capitalised words ("Northwind Labs"), without a word that
     opens a sentence or a leading function word ("The", "What"), each run once."""
     names: list[str] = []
     run: list[str] = []
@@ -240,7 +240,7 @@ def term_weights(question: str, parsed: Sequence[Sequence[_Unit]]) -> dict[str, 
         for unit in parts:
             total += 1
             counts.update(unit.terms)
-    # a term with a digit (S2, HLV-2205, 8.3) names one thing: it weighs double
+    # a term with a digit (S2, AB-1234, 8.3) names one thing: it weighs double
     return {t: math.log(1 + (total + 1) / (counts[t] + 1)) * (2 if any(c.isdigit() for c in t) else 1)
             for t in terms(question)}
 
@@ -265,8 +265,8 @@ def excerpts(texts: Sequence[str], question: str, budget: int, *, keep: Collecti
     is related: then it keeps its best unit, or its opening words when it shares none. Unchanged:
     ``budget`` 0, texts within it, or texts sharing no word with the question (nothing to choose by).
     A question term that a passage's title (``titles``: its document and section) holds says which
-    passage, not which of its units: within that passage it weighs a quarter ("Tamarack" in "how can
-    Vogel and Tamarack raise prices?" does not pick the Tamarack contract's sentence about notice).
+    passage, not which of its units: within that passage it weighs a quarter ("Ostara" in "how can
+    Norden and Ostara raise prices?" does not pick the Ostara contract's sentence about notice).
     """
     if budget <= 0 or sum(len(t) for t in texts) <= budget:
         return list(texts)

@@ -14,6 +14,7 @@ from toolcrib.retrieval.embedders import Embedder
 from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
 from toolcrib.retrieval.excerpt import excerpts, names, terms
 from toolcrib.retrieval.index import Index, Ranked
+from toolcrib.text import find_identifiers
 
 log = logging.getLogger(__name__)
 
@@ -21,20 +22,6 @@ DEFAULT_THRESHOLD = 0.35
 """Cosine similarity (all-MiniLM-L6-v2) under which the best passage is not evidence enough."""
 LEXICAL_MARGIN = 0.1
 """How far under the threshold a passage holding every content word of the query still counts."""
-
-_HYPHENATED = r"[A-Za-z0-9]+(?:[-_/][A-Za-z0-9]+)+"
-_IDENTIFIER = re.compile(
-    r"(?<![\w.])(?:"
-    rf"(?=[\w/-]*\d)(?=[\w/-]*[A-Za-z]){_HYPHENATED}"  # HLV-2205, ORD-1001, PO_77/2
-    r"|(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{4,}"  # X2000, SKU123
-    r"|\d+(?:\.\d+)+"  # clause numbers: 8.3, 12.1.4
-    r")(?![\w]|\.\d)"
-)
-
-
-def find_identifiers(query: str) -> list[str]:
-    """Identifier-like tokens in a query: part numbers, order ids, clause numbers."""
-    return list(dict.fromkeys(m.group(0) for m in _IDENTIFIER.finditer(query)))
 
 
 def contains_exactly(text: str, identifier: str) -> bool:
@@ -63,7 +50,7 @@ def _token_pattern(identifier: str) -> re.Pattern[str]:
 
 def defines(chunk: Chunk, identifier: str) -> bool:
     """The chunk is about ``identifier``: it names its title or section, or opens a line or table cell
-    (``8.3 For each week...``, ``| HLV-2205 | ...``), rather than merely mentioning it."""
+    (``8.3 For each week...``, ``| AB-1234 | ...``), rather than merely mentioning it."""
     if contains_exactly(f"{chunk.meta.title} {chunk.section}", identifier):
         return True
     if chunk.text.isascii() and identifier.isascii():  # as the pattern answers, without compiling it
@@ -139,7 +126,7 @@ class Retrieval:
     def sufficient(self, threshold: float | None = None) -> bool:
         """False when nothing survived the access filter, the best passage is below the threshold (by
         up to ``LEXICAL_MARGIN`` is enough when a passage holds every content word of the query), or
-        the query names identifiers (HLV-9999, clause 8.3) that no passage contains."""
+        the query names identifiers (AB-9999, clause 8.3) that no passage contains."""
         limit = self.threshold if threshold is None else threshold
         if self.identifiers and not any(p.exact_match for p in self.passages):
             return False
@@ -172,7 +159,7 @@ class Retrieval:
 
     def _named_best(self, cited: Sequence[CitedPassage]) -> set[int]:
         """The passages shown whole for the names the query asks about: one added for a name, and, when
-        it names two or more ("how can Vogel and Tamarack raise prices?"), each name's best passage, so
+        it names two or more ("how can Norden and Ostara raise prices?"), each name's best passage, so
         that each party's clause is read whole rather than the sentences sharing the query's words."""
         shown = {k for k, c in enumerate(cited) if c.citation in self.named}
         asked = names(self.query)
@@ -207,7 +194,7 @@ class HybridRetriever:
     """BM25 + dense search fused with reciprocal rank fusion, access-filtered inside the index.
 
     ``weights`` scales each list's RRF contribution (``{"bm25": 1.0, "dense": 1.0}``).
-    Identifier-like query tokens (HLV-2205, ORD-1001, clause 8.3) are also looked up verbatim, and
+    Identifier-like query tokens (AB-1234, PO-1001, clause 8.3) are also looked up verbatim, and
     chunks that contain them exactly rank above those that do not.
     """
 
@@ -275,8 +262,8 @@ class HybridRetriever:
 
     def _cover_names(self, query: str, passages: list[Passage], ordered: Sequence[_Candidate],
                      groups: Sequence[str], depth: int) -> tuple[list[Passage], frozenset[str]]:
-        """``passages`` with, for each name the query asks about ("... the Vogel contract, and how does
-        Tamarack's differ?") that none of them mentions, the best-ranked passage that does, in place of
+        """``passages`` with, for each name the query asks about ("... the Norden contract, and how does
+        Ostara's differ?") that none of them mentions, the best-ranked passage that does, in place of
         the weakest passage that covers no name: a question about two documents gets both. Searched
         for again with the name put first when no candidate holds it; a name no readable passage holds
         adds nothing. Returns the passages and the citations of those added."""

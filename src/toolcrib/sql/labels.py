@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from toolcrib.tools.grounding import stems
+from toolcrib.text import stems
 
 # what any computed column may be called, whatever it reads
 _GENERIC = stems("total sum count number num cnt avg average mean min minimum max maximum value amount result "

@@ -1,6 +1,6 @@
 """Names written short: a query that found nothing because it compared a column to part of a value.
 
-A model asks for ``provider = 'Vogel Präzisionsteile'`` when the table holds "Vogel Präzisionsteile
+A model asks for ``provider = 'Norden Präzisionsteile'`` when the table holds "Norden Präzisionsteile
 GmbH", and the sum comes back NULL: a confident wrong answer of zero. When a query's result is empty
 (no rows, or only NULLs and zeros), each comparison of a column to a text (a literal, or the query's
 only parameter) is looked up in that column: a value that contains the text, when exactly one does,

@@ -1,7 +1,7 @@
 """Filters nobody gave: a query that found nothing because the model added a condition of its own.
 
-Asked for "the combined value of our contracts with Vogel", a small model may write
-``WHERE provider = 'Vogel' AND provider_region = 'Ireland' AND year = 2023``: the region and the year
+Asked for "the combined value of our contracts with Norden", a small model may write
+``WHERE provider = 'Norden' AND provider_region = 'Ireland' AND year = 2023``: the region and the year
 appear nowhere in the request or in any earlier result, and the sum comes back NULL. When a query's
 result is empty, each top-level ``AND`` condition of its ``WHERE`` that compares a column with a value
 the run has not seen (a text, or a number of two digits or more: a 0 or a 1 is how "out of stock" or

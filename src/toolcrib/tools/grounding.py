@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-# What a tool identifier looks like when the tool does not say: a token holding a digit (ORD-1001,
-# F2, 1001) or written in capitals (channel C, HEPA); never a lone "I", or "A" opening a sentence.
+# What a tool identifier looks like when the tool does not say: a token holding a digit (PO-1001,
+# G7, 1001) or written in capitals (channel C, HEPA); never a lone "I", or "A" opening a sentence.
 _TOKEN = re.compile(r"[A-Za-z0-9](?:[\w/.-]*[A-Za-z0-9])?")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)$")
 
@@ -41,7 +41,7 @@ class Source:
 
     @property
     def label(self) -> str:
-        """``user request``, ``tool lookup_part``, ``document supplier-faq (untrusted)``."""
+        """``user request``, ``tool lookup_item``, ``document supplier-faq (untrusted)``."""
         what = "user request" if self.kind == "user" else f"{self.kind} {self.name}"
         if self.trusted:
             return what
@@ -195,18 +195,6 @@ def identifiers(text: str, shape: str) -> list[str]:
     """The tokens of ``text`` that match ``shape`` (a regular expression for a whole token), in order,
     without the plain words among them (a lone "I", a capital opening a sentence)."""
     return [m.group(0) for m in _shaped(shape).finditer(text) if not _is_word(m.group(0), text, m.start())]
-
-
-def stems(text: str) -> set[str]:
-    """The words of ``text``, lower case, without common English endings ("reserving" -> "reserv")."""
-    out = set()
-    for word in re.findall(r"[a-z]+", text.lower()):
-        for ending in ("ing", "ed", "es", "s", "e"):
-            if len(word) > len(ending) + 2 and word.endswith(ending):
-                word = word[: -len(ending)]
-                break
-        out.add(word)
-    return out
 
 
 def _scalars(value: Any) -> Iterable[Any]:

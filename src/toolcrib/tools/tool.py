@@ -17,7 +17,8 @@ from pydantic_core import SchemaValidator
 
 from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.policy.principal import Principal
-from toolcrib.tools.grounding import Grounding, Source, stems
+from toolcrib.text import stems
+from toolcrib.tools.grounding import Grounding, Source
 
 
 class Effect(str, Enum):
@@ -34,7 +35,7 @@ class Identifier:
 
     The gate only accepts it when the value appears in the user's messages or an earlier tool
     result, which catches the "confident call, wrong argument" failure. ``shape`` (a regular
-    expression for the whole token, e.g. ``r"ORD-\\d+"``) says what one looks like; the runner
+    expression for the whole token, e.g. ``r"PO-\\d+"``) says what one looks like; the runner
     offers the tool only while the request or a tool result holds such a token. Without it, any
     token with a digit or in capitals counts.
     """
@@ -77,8 +78,6 @@ def name_words(name: str) -> list[str]:
     return re.split(r"[_.\-]", name)
 
 
-# A word a request asks with, as a tool's description states it (stems): "what does it cost?" asks for a price.
-_ASKED_AS = {"cost": "pric", "worth": "pric"}
 # Words in tool names that say nothing about what the tool reads.
 _GENERIC = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from"})
 # Words of a description's first sentence that say how a tool works, not what it returns.
@@ -175,7 +174,7 @@ class Tool:
     result_sources: ResultSources | None = None
     sensitive: tuple[str, ...] = ()
     egress: tuple[str, ...] = ()
-    intent: tuple[str, ...] = ()  # words of a request that ask for this tool (default: its name's verb)
+    intent: tuple[str, ...] = ()  # words of a request that ask for this tool (a WRITE's default: its name's verb)
     # the fields of a structured result that hold content others wrote (a message's body, a
     # transaction's subject); when given, the rest of the result is the system's own record (trusted)
     untrusted_fields: tuple[str, ...] = ()
@@ -196,7 +195,7 @@ class Tool:
 
     def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
-        declared words, the first word of its name, its verb: "reserve" for reserve_stock."""
+        declared words, the first word of its name, its verb: "reserve" for reserve_item."""
         words = self.intent or name_words(self.name)[:1]
         return bool(stems(" ".join(words)) & stems(request))
 
@@ -213,13 +212,15 @@ class Tool:
 
     def returns_asked(self, request: str, held: set[str]) -> bool:
         """Whether ``request`` asks for something the first sentence of this tool's description says it
-        returns ("its name, unit price in US dollars and supplier": "who is their supplier?") that no
-        result so far holds (``held``: the word stems of those results)."""
+        returns ("its name, unit price in US dollars and supplier": "who is their supplier?"), or asks
+        with one of the tool's ``intent`` words ("what does it cost?"), and no result so far holds it
+        (``held``: the word stems of those results)."""
         summary = self.summary
         keyed_by = stems(" ".join([*name_words(self.name), *self.parameters.get("properties", {})]).replace("_", " "))
         wanted = {w for w in stems(summary) if len(w) > 3} - _VAGUE - keyed_by  # "part": what it is keyed by
         asked = stems(request)
-        asked |= {_ASKED_AS[w] for w in asked if w in _ASKED_AS}
+        if self.intent and stems(" ".join(self.intent)) & asked:  # the request asks with the tool's own words
+            return bool(wanted - held)
         return bool((wanted & asked) - held)
 
     def sources(self, data: Any, *, encoded: str | None = None) -> list[tuple[Source, str]]:
@@ -295,7 +296,7 @@ class Tool:
 
     def lookup_key(self) -> tuple[str, str] | None:
         """``(parameter, shape)`` when this is a lookup by one identifier: a READ tool whose only required
-        argument is an identifier with a declared shape (lookup_part(part_number)); else None."""
+        argument is an identifier with a declared shape (lookup_item(part_number)); else None."""
         required = list(self.parameters.get("required", ()))
         shapes = dict(self.identifier_shapes)
         if self.effect is not Effect.READ or len(required) != 1 or required[0] not in shapes:

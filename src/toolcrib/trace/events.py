@@ -9,8 +9,10 @@ GenAI operations (``model_decision`` -> ``chat``, ``call_executed`` -> ``execute
 
 Schema history: 1 (toolcrib 0.1): this shape. 2: ``decided_by`` may also be ``"provider"`` (a tool the
 model's provider ran itself, e.g. the Responses API's ``file_search``, recorded as ``call_executed`` or
-``call_failed``); nothing else changed, so a version-1 record reads as it is. A reader meeting any
-other ``schema_version`` refuses the record (``TraceFormatError``) instead of misreading it.
+``call_failed``); nothing else changed, so a version-1 record reads as it is. 3: ``rule``, the stable
+id of the code step that decided (``evidence_rule``, ``code_search``, a ``call_proposed`` planned by
+code, ...; ``agent.steps.StepId``); older records read with ``rule`` empty. A reader meeting any other
+``schema_version`` refuses the record (``TraceFormatError``) instead of misreading it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import Any, Literal
 
 from toolcrib.errors import TraceFormatError
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = frozenset({1, 2})  # 2 only added a decided_by value: a version-1 record is a valid one
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = frozenset({1, 2, 3})  # each version only added: an older record is a valid newer one
 
 DecidedBy = Literal["model", "code", "policy", "human", "cache", "provider"]
 RunOutcome = Literal["answered", "abstained", "clarify", "paused", "limit"]
@@ -50,7 +52,7 @@ class EventKind(StrEnum):
     CALL_REPLAYED = "call_replayed"  # a duplicated resume: the recorded outcome, nothing ran again
     CACHE_HIT = "cache_hit"
     CONTENT_FLAGGED = "content_flagged"  # the scanner flagged a tool result; detail: the flags
-    EVIDENCE_RULE = "evidence_rule"  # an answer with no evidence behind it was not accepted
+    EVIDENCE_RULE = "evidence_rule"  # a code step decided (``rule``: which): answered, refused, re-asked ...
     CODE_SEARCH = "code_search"  # code searched the documents with the question
     CITATION_CHECK = "citation_check"  # citations: kept; detail: {"removed": [...], "flags": [...]}
     CLARIFYING_QUESTION = "clarifying_question"
@@ -99,6 +101,7 @@ class Event:
     tokens_in: int = 0
     tokens_out: int = 0
     detail: Any = None
+    rule: str | None = None  # the code step that decided (agent.steps.StepId), where one did
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -223,6 +223,7 @@ class Tracer:
         tokens_out: int = 0,
         ms: float = 0.0,
         detail: Any = None,
+        rule: str | None = None,
     ) -> Event:
         """Record one event; ``title`` is for people, every other field for readers."""
         with self._lock:
@@ -231,7 +232,7 @@ class Tracer:
             event = Event(kind, decided_by, title, self.trace_id, self.run_id, len(self.events) + 1, timestamp(),
                           int(ms * 1000 + 0.5) / 1000, tool, call_id, effect,
                           redact(arguments) if arguments is not None else None, status, error_code, proposal_id,
-                          citations, tokens_in, tokens_out, redact(detail))
+                          citations, tokens_in, tokens_out, redact(detail), rule)
             self.events.append(event)
             for exporter in self.exporters:
                 exporter.export(event)

@@ -69,7 +69,7 @@ class WebResults:
 
 # Questions about the world as it is now, which no workspace document or database answers: news,
 # weather, markets, results, releases, or an explicit ask to look on the web. Deliberately narrow:
-# "today" or "current" alone also ask about the workspace's own records ("current stock of F2").
+# "today" or "current" alone also ask about the workspace's own records ("current stock of G7").
 _CURRENT_PUBLIC = re.compile(
     r"\b(news|headlines?|weather|forecast|exchange rates?|share price|stock market|stock exchange|"
     r"bitcoin|crypto(?:currency)?|election|who won|final score|scores? of|live score|traffic|"

@@ -1,0 +1,170 @@
+"""Lookups code plans for a small model: the obvious ones its calls left out, READ only, each run through
+the gate like any call and recorded as decided by code (steps of the aided strategy; see ``steps.py``)."""
+
+from __future__ import annotations
+
+import json
+
+from toolcrib.agent.calls import Calls
+from toolcrib.agent.records import unanswered_by_query, unanswered_words
+from toolcrib.agent.state import RunState
+from toolcrib.agent.steps import Finish, Stage, Step, StepId
+from toolcrib.models.base import ToolCall
+from toolcrib.retrieval.excerpt import best_unit
+from toolcrib.retrieval.retriever import contains_exactly
+from toolcrib.text import find_identifiers, stems
+from toolcrib.tools.grounding import identifiers
+
+_BUDGET = 2  # planned lookups per run, in up to two rounds (a chain)
+
+
+class RegroundedLookup(Step):
+    """A lookup by identifier refused because the model's identifier appears nowhere ("G7-001"), made
+    again by code with the one identifier of that shape the request holds ("G7")."""
+
+    id, stage, aid, modes = StepId.REGROUNDED_LOOKUP, Stage.DECIDED, True, frozenset({"single"})
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        for i, outcome in enumerate(run.decided):
+            tool = calls.tool(outcome.call.name)
+            key = tool.lookup_key() if tool is not None else None
+            if key is None or outcome.payload.get("error", {}).get("code") != "ungrounded_argument":
+                continue
+            found = list(dict.fromkeys(identifiers(run.question, key[1])))
+            if len(found) != 1 or found[0] == outcome.call.arguments.get(key[0]):
+                continue
+            call = ToolCall(f"code_{run.calls + 1}", outcome.call.name, {key[0]: found[0]})
+            run.decided[i], = await calls.run_planned(
+                run, [call], "the model's identifier is not in the request, which names exactly one of that kind",
+                self.id)
+        return None
+
+
+class PlannedLookups(Step):
+    """A lookup by one identifier (``Tool.lookup_key``) that the request names by what it reads ("how
+    many do we have in stock": a stock lookup) and the run has not made, with the identifier of its
+    shape that the request holds, or else that exactly one record the run's own tools returned holds
+    when no call so far looked up that kind of thing (the order's one part, once the order was looked
+    up); or a lookup whose description says it returns what the request asks and no result holds
+    ("... and who is their supplier?"). In up to two rounds, at most two calls in all."""
+
+    id, stage, aid, setting = StepId.PLANNED_LOOKUPS, Stage.GATHER, True, "plan_lookups"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        two_asks = len(run.request.asks) > 1
+        budget = _BUDGET
+        while budget:
+            planned = self._plan(run, calls, two_asks, budget)
+            if not planned:
+                break
+            budget -= len(planned)
+            await calls.run_planned(run, planned, "the request names what this lookup reads, and the run holds its "
+                                                  "identifier", self.id)
+        return None
+
+    @staticmethod
+    def _plan(run: RunState, calls: Calls, two_asks: bool, budget: int) -> list[ToolCall]:
+        """One round: the calls to add now (recording the offer they come from)."""
+        offer = calls.current_offer(run)  # what the run may use now: a result may have named an identifier
+        made = [o.call for o in run.made()]
+        looked_up = {str(v).casefold() for c in made for v in c.arguments.values()}
+        # an identifier the model looked up is looked up again by another tool only for a second ask
+        # ("what does G7 cost and is it in stock?"), not for one ask that names both ("is part G7 in stock?")
+        used = set() if two_asks else looked_up
+        records = calls.records(run)
+        held = stems(" ".join(records))
+        planned: list[ToolCall] = []
+        for tool in offer.tools:
+            key = tool.lookup_key()
+            if key is None or any(c.name == tool.name for c in made):
+                continue
+            missing = tool.returns_asked(run.question, held)
+            if not (missing or tool.named_by(run.question)):
+                continue
+            name, shape = key
+            found = [v for v in identifiers(run.question, shape) if missing or v.casefold() not in used]
+            if not found:
+                if any(name in c.arguments for c in made):  # that kind of thing was looked up: no chain
+                    continue
+                found = list(dict.fromkeys(v for text in records for v in identifiers(text, shape)
+                                           if v.casefold() not in looked_up))
+                if len(found) != 1:
+                    continue
+            planned.append(ToolCall(f"code_{run.calls + len(planned) + 1}", tool.name, {name: found[0]}))
+            if len(planned) == budget:
+                break
+        if planned:
+            calls.offer(run, offer)
+        return planned
+
+
+class UnansweredSearch(Step):
+    """The run's lookups found something, but not what two or more words of the request ask about: code
+    searches the documents for it."""
+
+    id, stage, aid, setting = StepId.UNANSWERED_SEARCH, Stage.COMPLETE, True, "search_when_unanswered"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        if run.grounded and len(missing := self._unanswered(run, calls)) >= 2:
+            await calls.search_documents(run, f"the request asks about {', '.join(sorted(missing))}, which no "
+                                              "result holds", self.id)
+        return None
+
+    @staticmethod
+    def _unanswered(run: RunState, calls: Calls) -> set[str]:
+        """What the request asks beyond the records looked up by identifier, or beyond its one query's
+        result when a column of it is named for what it does not compute; nothing when a call was
+        anything else (a query's figures need not repeat the request's words)."""
+        lookups = calls.lookups(run)
+        if lookups:
+            return unanswered_words(run.request.stems, lookups)
+        found = [o for o in run.outcomes if o.ok]
+        data = found[0].payload.get("data") if len(found) == 1 else None
+        tool = calls.tool(found[0].call.name) if found else None
+        if tool is None or not isinstance(data, dict) or not data.get("claimed"):
+            return set()
+        return unanswered_by_query(run.request.stems, tool, data)
+
+
+class PassageLookups(Step):
+    """A lookup by identifier of what the organisation's own passages name for the request ("which
+    probe does channel C use, and what does it cost?": the probe the passage names), when the request
+    asks for what that lookup returns and no result holds it: the identifiers of its shape in the
+    passage unit that bears most on the request, not in the request and not looked up yet, at most two."""
+
+    id, stage, aid, setting = StepId.PASSAGE_LOOKUPS, Stage.COMPLETE, True, "plan_lookups"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        passages = [p for p in run.evidence.passages.values() if p.trusted]
+        if not passages or run.cctx.flags:
+            return None
+        held = stems(" ".join(calls.records(run)))
+        made = calls.made(run)
+        offer = calls.current_offer(run)  # the passages' identifiers are grounded now
+        planned: list[ToolCall] = []
+        for tool in offer.tools:
+            key = tool.lookup_key()
+            if key is None or not tool.returns_asked(run.question, held):
+                continue
+            # what names the thing is the rest of the request ("which probe does channel C use"), read
+            # without the identifiers it names already (the thing sought is another one)
+            naming = " ".join(a for a in run.request.asks if not tool.returns_asked(a, set()))
+            best = best_unit(_without_identifiers(naming), [p.text for p in passages]) if naming else None
+            for value in dict.fromkeys(identifiers(best.text, key[1]) if best is not None else ()):
+                arguments = {key[0]: value}
+                if (not contains_exactly(run.question, value) and len(planned) < _BUDGET
+                        and (tool.name, json.dumps(arguments, sort_keys=True)) not in made):
+                    planned.append(ToolCall(f"code_{run.calls + len(planned) + 1}", tool.name, arguments))
+        if planned:
+            calls.offer(run, offer)
+            await calls.run_planned(run, planned, "a passage names it for what the request asks, and the request "
+                                                  "asks for what this lookup returns", self.id)
+        return None
+
+
+def _without_identifiers(text: str) -> str:
+    for identifier in find_identifiers(text):
+        text = text.replace(identifier, " ")
+    return text
+
+

@@ -1,0 +1,94 @@
+"""A run's settings and its state while it runs."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from toolcrib.agent.evidence import EvidenceLedger
+from toolcrib.agent.request import Request
+from toolcrib.agent.runs import PausedRun
+from toolcrib.models.base import Message
+from toolcrib.policy.principal import Principal
+from toolcrib.tools.gate import CallContext
+from toolcrib.tools.result import CallOutcome
+from toolcrib.trace.tracer import Tracer
+
+Mode = Literal["single", "loop"]
+
+
+@dataclass
+class Limits:
+    rounds: int = 5
+    tool_calls: int = 8
+    wall_s: float = 180.0
+    tokens: int = 32000
+
+
+@dataclass
+class RunnerSettings:
+    mode: Mode = "single"
+    limits: Limits = field(default_factory=Limits)
+    require_evidence: bool = True
+    name: str = "this workspace"
+    system_prompt: str = ""
+    max_tokens: int = 400
+    # the final answer's own cap, per thing the question asks and in all (small-model aids): a small model
+    # can write a worked essay (400 tokens, ~22 s on two cores) or copy the evidence out where three
+    # sentences answer; a reply cut there ends at its last whole sentence
+    answer_tokens_per_ask: int = 120
+    answer_max_tokens: int = 200
+    offer_only_groundable: bool = True  # withhold tools whose required identifier the run has not seen
+    search_when_nothing_found: bool = True  # code searches the documents once if no tool found anything
+    plan_lookups: bool = True  # code adds the obvious lookups the model left out (loop mode: when it would answer)
+    small_talk: bool = True  # a greeting, thanks or goodbye is answered by code, with no model call
+    record_answers: bool = True  # facts of records looked up by id are stated by code
+    search_when_unanswered: bool = True  # code searches the documents for what no result holds (both modes)
+    quote_answers: bool = True  # a fact question the passages answer is quoted by code
+    steps_off: frozenset[str] = frozenset()  # code steps turned off by id (agent.steps.StepId)
+
+
+@dataclass
+class RunState:
+    """Mutable state of one run."""
+
+    request: Request
+    principal: Principal
+    tracer: Tracer
+    cctx: CallContext
+    messages: list[Message]
+    run_id: str
+    mode: Mode
+    started: float = field(default_factory=time.perf_counter)
+    evidence: EvidenceLedger = field(default_factory=EvidenceLedger)
+    outcomes: list[CallOutcome] = field(default_factory=list)
+    decided: list[CallOutcome] = field(default_factory=list)  # single mode: the outcomes of the one decision
+    rounds: int = 0
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_decisions: int = 0
+    reminded: bool = False
+    completed: bool = False  # loop mode: code added what the model's calls left out (once per run)
+    code_searched: bool = False
+    paused: PausedRun | None = None
+    request_flags: list[str] = field(default_factory=list)  # what the scanner flagged in the request itself
+
+    @property
+    def question(self) -> str:
+        return self.request.text
+
+    @property
+    def grounded(self) -> bool:
+        """Whether the run found anything an answer may rest on."""
+        return self.evidence.useful
+
+    @property
+    def flagged(self) -> bool:
+        """Whether the scanner flagged the request or anything the run read."""
+        return bool(self.cctx.flags or self.request_flags)
+
+    def made(self) -> list[CallOutcome]:
+        """The outcomes of calls the run made (not those it dropped)."""
+        return [o for o in self.outcomes if o.status != "dropped"]

@@ -1,0 +1,304 @@
+"""The answer path's code steps: each decision code makes in a run, with a stable id, behind one protocol.
+
+A step runs at one point of the run (its ``Stage``) and either does nothing, does something (a lookup,
+a search) or ends the run with a ``Finish`` (an answer code wrote, a refusal, an abstention); at
+``AMEND`` and ``NOTE`` it may rewrite the draft answer. Every step that acts records an event carrying its id
+(``Event.rule``), so traces, tests and evals select a decision by id, never by title. ``STEPS`` lists
+them all (``pipeline.py``), in the order they run; a workspace turns any of them off by id (``[workspace] steps_off``).
+Steps marked ``aid`` help a small model and run only under the aided answer strategy (``strategy.py``).
+The lookup-planning steps are in ``planning.py``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from toolcrib.agent import prompts
+from toolcrib.agent.answer import Outcome
+from toolcrib.agent.calls import Calls
+from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
+from toolcrib.agent.quotes import quoted_answer
+from toolcrib.agent.records import record_answer, table_answer, with_identifiers
+from toolcrib.agent.requested import requested_arguments
+from toolcrib.agent.smalltalk import small_talk_reply
+from toolcrib.agent.state import Mode, RunnerSettings, RunState
+from toolcrib.errors import InvalidArguments, ModelFacingError
+from toolcrib.models.base import ToolCall
+from toolcrib.tools.tool import Effect
+from toolcrib.trace.events import EventKind
+
+
+class StepId(StrEnum):
+    """The stable id of each code decision (``Event.rule``). Renaming one is a trace schema change."""
+
+    SMALL_TALK = "small_talk"  # a greeting, thanks or goodbye: answered with no model call
+    REFUSED_REQUEST = "refused_request"  # the request spells out a change whose values the tool cannot take
+    EVIDENCE_REMINDER = "evidence_reminder"  # a direct answer with nothing found behind it: asked once more
+    REGROUNDED_LOOKUP = "regrounded_lookup"  # a lookup refused for an invented id, made with the request's one id
+    REFUSED_CHANGE = "refused_change"  # the one call was a change the gate refused: said so by code
+    PLANNED_LOOKUPS = "planned_lookups"  # the obvious lookups the model left out
+    RECORD_ANSWER = "record_answer"  # facts of records looked up, stated by code
+    UNANSWERED_SEARCH = "unanswered_search"  # a document search for what the request asks and no result holds
+    PASSAGE_LOOKUPS = "passage_lookups"  # lookups of what a passage names for the request
+    DOCUMENT_SEARCH = "document_search"  # nothing found anything: code searches the documents once
+    UNMENTIONED_NAME = "unmentioned_name"  # the request names what nothing found mentions: abstained
+    QUOTED_ANSWER = "quoted_answer"  # a fact question the passages answer, quoted by code
+    REPEATED_CALL = "repeated_call"  # loop mode: the model repeated its calls, so it is asked for the answer
+    ROUND_LIMIT_ANSWER = "round_limit_answer"  # loop mode: out of rounds with evidence, answered from it
+    TEXT_RETRY = "text_retry"  # a reply that was not text where an answer was needed: asked once more
+    BROKEN_ANSWER = "broken_answer"  # an answer with holes or nothing the evidence holds: not shipped
+    NAMED_IDENTIFIERS = "named_identifiers"  # a record the answer names gets its identifier
+    CAPABILITIES_NOTE = "capabilities_note"  # the answer says which asked-for tools the user may not use
+
+
+class Stage(StrEnum):
+    """Where in a run a step runs."""
+
+    REQUEST = "request"  # before the model is asked
+    DECIDED = "decided"  # single mode: the model's one decision ran
+    GATHER = "gather"  # the run's calls were lookups: code adds the ones left out
+    RECORDS = "records"  # the answer may be the records looked up
+    COMPLETE = "complete"  # what the lookups left out of the request
+    SEARCH = "search"  # before the evidence rule: nothing found yet
+    ANSWER = "answer"  # before the answer is written
+    AMEND = "amend"  # the draft answer, before its citations are reviewed
+    NOTE = "note"  # the reviewed answer: what code adds to it
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How a step ends the run (or, at ``AMEND``, the draft it leaves)."""
+
+    text: str
+    outcome: Outcome = "answered"
+    code_wrote: bool = False  # the text is code's (a refusal, a quote): no claim check
+    abstained: bool = False
+
+
+class Step(ABC):
+    """One code decision. ``setting``: the ``RunnerSettings`` flag that turns it on, if one does."""
+
+    id: ClassVar[StepId]
+    stage: ClassVar[Stage]
+    aid: ClassVar[bool] = False
+    modes: ClassVar[frozenset[Mode]] = frozenset({"single", "loop"})
+    setting: ClassVar[str | None] = None
+
+    @abstractmethod
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        """Act on ``run``; return how it ends (``AMEND``: the new draft), or None."""
+
+    def note(self, run: RunState, title: str, **detail: Any) -> None:
+        """Record that this step decided."""
+        run.tracer.record(EventKind.EVIDENCE_RULE, title, detail=detail, rule=self.id)
+
+
+class SmallTalk(Step):
+    id, stage, setting = StepId.SMALL_TALK, Stage.REQUEST, "small_talk"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        reply = small_talk_reply(run.request, calls.settings.name, calls.usable(run))
+        if reply is None:
+            return None
+        self.note(run, "Small talk: answered by code",
+                  reason="a greeting, thanks or goodbye asks nothing to look up: no model call, no tool")
+        return Finish(reply, code_wrote=True)
+
+
+class RefusedRequest(Step):
+    """A change the request spells out (``requested_arguments``) with a value the tool cannot take
+    ("Set CH3 to 12 V", "Reserve -3 G7"): refused before the model is asked, with the tool's own reason,
+    so no proposal that could never run is made or held for a person."""
+
+    id, stage = StepId.REFUSED_REQUEST, Stage.REQUEST
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        offer = run.cctx.offer
+        for tool in offer.tools if offer is not None else ():
+            if tool.effect is Effect.READ or (arguments := requested_arguments(run.request, tool)) is None:
+                continue
+            try:
+                calls.gate.admit(ToolCall(f"code_{run.calls + 1}", tool.name, arguments), run.cctx)
+            except InvalidArguments as exc:
+                self.note(run, "Refused the values the request gives", tool=tool.name, arguments=arguments,
+                          error=exc.to_result().get("error", {}),
+                          reason="the request spells out a change whose values the tool cannot take; refused "
+                                 "before any model call, and nothing was proposed")
+                return Finish(calls.refused(tool.name, arguments, exc.message, exc.code), code_wrote=True)
+            except ModelFacingError:
+                continue  # not permitted, not grounded ...: the model's path says so
+        return None
+
+
+class RefusedChange(Step):
+    """The decision's one call was a change (WRITE/ACTUATE) the gate refused as proposed (invalid or
+    invented arguments): the answer is the exact call, why, and that nothing changed. Not for a tool
+    the user may not use: the capabilities note says so, and the run searches what they may read."""
+
+    id, stage, modes = StepId.REFUSED_CHANGE, Stage.DECIDED, frozenset({"single"})
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        decided = run.decided
+        if len(decided) != 1:
+            return None
+        outcome = decided[0]
+        error = outcome.payload.get("error") or {}
+        if (outcome.status != "refused" or not calls.changes(outcome.call)
+                or error.get("code") in ("not_permitted", "not_offered")):
+            return None
+        self.note(run, "Said that the change was refused",
+                  reason="the one call was a change the gate refused; code says so instead of answering around it")
+        return Finish(calls.refused(outcome.call.name, outcome.call.arguments, error.get("message", "refused"),
+                                    error.get("code", "refused")), code_wrote=True)
+
+
+class RecordAnswer(Step):
+    """The facts of the records looked up by id (``records.record_answer``), or of one query's small
+    table (``records.table_answer``), stated by code where the request asks for them."""
+
+    id, stage, aid, setting = StepId.RECORD_ANSWER, Stage.RECORDS, True, "record_answers"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        if run.cctx.flags or not (text := self._records(run, calls) or self._table(run, calls)):
+            return None
+        self.note(run, "Answered by code from the records",
+                  reason="the question asks for facts of the records looked up; code states their fields")
+        return Finish(text)
+
+    @staticmethod
+    def _records(run: RunState, calls: Calls) -> str | None:
+        lookups = calls.lookups(run)
+        if (not lookups or not all(o.ok for o in run.outcomes)
+                or not all(item.tool.trusted and "retrieval" not in item.tool.tags for item in lookups)):
+            return None
+        return record_answer(run.request, lookups)
+
+    @staticmethod
+    def _table(run: RunState, calls: Calls) -> str | None:
+        if len(run.outcomes) != 1 or not run.outcomes[0].ok:
+            return None
+        outcome = run.outcomes[0]
+        tool = calls.tool(outcome.call.name)
+        data = outcome.payload.get("data")
+        citation = run.evidence.citation_of(outcome.call.id)
+        if tool is None or not tool.trusted or not isinstance(data, dict) or citation is None:
+            return None
+        return table_answer(run.request, data, citation)
+
+
+class DocumentSearch(Step):
+    """When nothing the run did found anything, code searches the documents once with the request (the
+    small model's commonest mistake is a lookup tool for a question about a document)."""
+
+    id, stage, setting = StepId.DOCUMENT_SEARCH, Stage.SEARCH, "search_when_nothing_found"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        if not run.evidence.useful:
+            await calls.search_documents(run, "no tool call so far found anything", self.id)
+        return None
+
+
+class UnmentionedName(Step):
+    """A name of two or more words the request asks about ("Northwind Labs"; not capitals such as
+    "DROP TABLE") that nothing found mentions: what was found is about something else."""
+
+    id, stage = StepId.UNMENTIONED_NAME, Stage.ANSWER
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        unmentioned = [n for n in run.evidence.unmentioned(run.request.names) if " " in n and not n.isupper()]
+        if not unmentioned:
+            return None
+        self.note(run, "Nothing found mentions what the question names", names=unmentioned)
+        return Finish(prompts.UNMENTIONED_ANSWER.format(names=" or ".join(unmentioned)), outcome="abstained",
+                      abstained=True)
+
+
+class QuotedAnswer(Step):
+    """``quotes.quoted_answer`` when everything the run found is document passages, or the request asks
+    what the documents say and the run found some; nothing flagged."""
+
+    id, stage, aid, setting = StepId.QUOTED_ANSWER, Stage.ANSWER, True, "quote_answers"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        evidence = run.evidence
+        if run.flagged or evidence.insufficient or not (
+                evidence.only_passages or (evidence.passages and run.request.wants_documents)):
+            return None
+        # what a lookup by identifier found nothing for ("channel Z") is what the request is about: a
+        # quote must name it
+        sought = [str(o.call.arguments.get(key[0], "")) for o in run.outcomes
+                  if o.found_nothing and (tool := calls.tool(o.call.name)) is not None
+                  and (key := tool.lookup_key()) is not None]
+        sought = [v for v in sought if v.strip() and v.casefold() in run.question.casefold()]
+        text = quoted_answer(run.request, list(evidence.passages.values()), evidence.conflicts, sought=sought)
+        if text is None:
+            return None
+        self.note(run, "Answered by code in the documents' words",
+                  reason="each thing the question asks is stated by one unit of the passages; code quotes it")
+        return Finish(text, code_wrote=True)
+
+
+class NamedIdentifiers(Step):
+    """A model's answer that names a record a tool found ("The Art of Electronics") but not its
+    identifier gets it (``records.with_identifiers``)."""
+
+    id, stage = StepId.NAMED_IDENTIFIERS, Stage.AMEND
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        if draft is None or draft.outcome != "answered" or draft.code_wrote:
+            return None
+        text, added = with_identifiers(draft.text, [o.payload.get("data") for o in run.outcomes if o.ok],
+                                       calls.identifier_fields)
+        if not added:
+            return None
+        self.note(run, "Named what was found by its identifier",
+                  reason="the answer names a record a tool returned without its identifier", added=added)
+        return replace(draft, text=text)
+
+
+class CapabilitiesNote(Step):
+    """The request names tools that change something and are not available to this user: the answer
+    says so (``capabilities.unavailable_asked``)."""
+
+    id, stage = StepId.CAPABILITIES_NOTE, Stage.NOTE
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        if draft is None or draft.outcome == "paused":
+            return None
+        unavailable = unavailable_asked(run.request, calls.gate.registry, calls.usable(run))
+        if not unavailable:
+            return None
+        self.note(run, "Said what the user may not use", tools=[t.name for t in unavailable],
+                  reason="the request names tools that change something and are not available to this user")
+        return replace(draft, text=f"{unavailable_note(unavailable)}\n{draft.text}")
+
+
+class Steps:
+    """The steps a runner runs, by stage: ``steps`` less those turned off by id or by their setting, and
+    the small-model aids unless the strategy is aided."""
+
+    def __init__(self, steps: Sequence[Step], settings: RunnerSettings, *, aided: bool) -> None:
+        self.off = settings.steps_off
+        on = [s for s in steps if s.id not in self.off and (aided or not s.aid)
+              and (s.setting is None or getattr(settings, s.setting))]
+        self._by_stage = {stage: [s for s in on if s.stage is stage] for stage in Stage}
+
+    def enabled(self, step: StepId) -> bool:
+        return step not in self.off
+
+    async def run(self, stage: Stage, run: RunState, calls: Calls, draft: Finish | None = None) -> Finish | None:
+        """Run the steps of ``stage`` in order: the first that ends the run ends it; at ``AMEND`` each
+        (and ``NOTE``) rewrites the draft in turn."""
+        for step in self._by_stage[stage]:
+            if run.mode not in step.modes:
+                continue
+            result = await step(run, calls, draft)
+            if stage in (Stage.AMEND, Stage.NOTE):
+                draft = result or draft
+            elif result is not None:
+                return result
+        return draft if stage in (Stage.AMEND, Stage.NOTE) else None

@@ -1,0 +1,130 @@
+"""How the final answer is written, chosen per model by what the backend declares (``Model.small_model``).
+
+- ``AidedAnswer`` (the embedded model): the answer is asked from an evidence brief (each result under a
+  short label, the request, today's date, what to answer), capped per thing asked; the small-model
+  steps (planned lookups, record and quoted answers) run before it.
+- ``NativeAnswer`` (hosted and other capable models): the model gets the conversation in the format it
+  is trained on, its tool results as tool messages, and writes its own answer.
+
+The evidence rule, the citation review and the claim check run after either. Neither ever ends with an
+empty answer: a reply that is not text where an answer is needed is asked for once more, then the run
+ends as a limit that says so; an answer with holes where labels were (the model used the brief's labels
+as blanks) is asked for once more, then not shipped.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import date
+from typing import ClassVar, Literal, Protocol
+
+from toolcrib.agent import prompts
+from toolcrib.agent.brief import evidence_brief
+from toolcrib.agent.evidence import whole_sentences
+from toolcrib.agent.quotes import compared
+from toolcrib.agent.state import RunnerSettings, RunState
+from toolcrib.agent.steps import Finish, StepId
+from toolcrib.agent.today import today_line
+from toolcrib.models.base import Completion, Message, Model, ToolSpec
+from toolcrib.tools.registry import tool_specs
+from toolcrib.trace.events import DecidedBy, EventKind
+
+
+class Complete(Protocol):
+    """The runner's one way to ask the model (traced, counted, within the run's limits)."""
+
+    def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
+                 tool_choice: Literal["auto", "none", "required"] = "auto",
+                 messages: list[Message] | None = None, max_tokens: int | None = None) -> Completion: ...
+
+
+class AnswerStrategy(ABC):
+    """Writes the final answer from what the run found."""
+
+    aided: ClassVar[bool]
+
+    def __init__(self, settings: RunnerSettings) -> None:
+        self.settings = settings
+
+    @abstractmethod
+    def answer(self, run: RunState, complete: Complete) -> Finish:
+        """The final answer for ``run``: the model's text, or how the run ends without one."""
+
+    def _text(self, run: RunState, complete: Complete, messages: list[Message], specs: list[ToolSpec] | None,
+              cap: int) -> Completion | None:
+        """Ask with ``messages``; a reply that is not text is asked for once more (``text_retry``); None when
+        the second is not text either."""
+        reply = complete(run, specs, decided_by="code", title="Ask for a final answer", messages=messages,
+                         tool_choice="none" if specs else "auto", max_tokens=cap)
+        if reply.text.strip():
+            return reply
+        run.tracer.record(EventKind.EVIDENCE_RULE, "Asked again for a written answer", rule=StepId.TEXT_RETRY,
+                          detail={"reason": "the reply to the final ask was not text",
+                                  "tool_calls": [c.to_dict() for c in reply.tool_calls]})
+        reply = complete(run, specs, decided_by="code", title="Ask again for a written answer",
+                         messages=[*messages, Message("user", prompts.TEXT_ONLY)],
+                         tool_choice="none" if specs else "auto", max_tokens=cap)
+        return reply if reply.text.strip() else None
+
+    @staticmethod
+    def _no_text(run: RunState) -> Finish:
+        run.tracer.record(EventKind.LIMIT_REACHED, "Limit reached: no written answer", rule=StepId.TEXT_RETRY,
+                          detail={"reason": "asked twice for the answer, the model replied with no text"})
+        return Finish(prompts.NO_TEXT_ANSWER, outcome="limit", code_wrote=True)
+
+
+class NativeAnswer(AnswerStrategy):
+    """The conversation as it stands, tool results as tool messages; the model writes its own answer."""
+
+    aided = False
+
+    def answer(self, run: RunState, complete: Complete) -> Finish:
+        offer = run.cctx.offer
+        specs = tool_specs(offer.tools) if offer is not None and offer.tools else None
+        reply = self._text(run, complete, run.messages, specs, self.settings.max_tokens)
+        return self._no_text(run) if reply is None else Finish(reply.text)
+
+
+class AidedAnswer(AnswerStrategy):
+    """The system block (cached by the decision), the request, the evidence brief and the ask; the
+    conversation that found the evidence is not replayed."""
+
+    aided = True
+
+    def answer(self, run: RunState, complete: Complete) -> Finish:
+        brief = evidence_brief(run.evidence, run.outcomes)
+        ids = ", ".join(brief.labels.values()) or "none"
+        # what each version of a conflicting document says is quoted by code under the answer (the
+        # review's note), not restated by the model: asked to, it wrote 300-400 tokens (~25 s on 2 cores)
+        ask = prompts.FINAL.format(question=run.question, ids=ids, today=today_line(run.request, date.today()))
+        # a small model answers the first of several things asked, or for the first of several parties
+        asked = 1
+        if each := compared(run.request, list(run.evidence.passages.values())):
+            ask += "\n" + prompts.FOR_EACH.format(names="; ".join(each))
+            asked = len(each)
+        elif len(parts := run.request.asks) >= 2:
+            ask += "\n" + prompts.EVERY_ASK.format(count=len(parts), asks="; ".join(
+                f"({i}) {part}" for i, part in enumerate(parts, 1)))
+            asked = len(parts)
+        messages = [m for m in run.messages if m.role == "system"] + [
+            Message("user", run.question), Message("user", prompts.EVIDENCE.format(evidence=brief.text)),
+            Message("user", ask)]
+        settings = self.settings
+        cap = min(settings.max_tokens, settings.answer_max_tokens, settings.answer_tokens_per_ask * asked)
+        for attempt in range(2):
+            reply = self._text(run, complete, messages, None, cap)
+            if reply is None:
+                return self._no_text(run)
+            text, blanks = brief.cited_by_id(reply.text)
+            if not blanks:
+                return Finish(whole_sentences(text) if reply.tokens_out >= cap else text)
+            # "The order [1] is currently [2] with a status of [3].": labels used as blanks leave holes
+            run.tracer.record(EventKind.EVIDENCE_RULE, "The answer used labels as blanks", rule=StepId.BROKEN_ANSWER,
+                              detail={"labels": blanks, "text": reply.text[:300], "retry": attempt == 0})
+            messages = [*messages, Message("assistant", reply.text), Message("user", prompts.NO_BLANKS)]
+        return Finish(prompts.BROKEN_ANSWER, outcome="limit", code_wrote=True)
+
+
+def strategy_for(model: Model, settings: RunnerSettings) -> AnswerStrategy:
+    """The strategy ``model`` declares: aided for a small model, native for any other."""
+    return AidedAnswer(settings) if model.small_model else NativeAnswer(settings)
