@@ -21,6 +21,7 @@ from toolcrib import (
     tool,
 )
 from toolcrib.agent.evidence import EvidenceLedger
+from toolcrib.agent.steps import StepId
 from toolcrib.models.base import ToolCall
 from toolcrib.policy.scanner import PatternScanner
 from toolcrib.tools.result import CallOutcome
@@ -209,4 +210,4 @@ def test_a_change_the_gate_refuses_is_reported_by_code_with_the_exact_call_and_n
     assert answer.text.startswith('reserve_stock({"part_number": "F9", "quantity": 2}) was refused, so I cannot '
                                   'do this as asked: ')
     assert "(ungrounded_argument)" in answer.text and answer.text.endswith("Nothing was changed.")
-    assert any(e.kind == EventKind.EVIDENCE_RULE and "refused" in e.title for e in tracer.events)
+    assert any(e.rule == StepId.REFUSED_CHANGE for e in tracer.events)

@@ -22,6 +22,7 @@ from toolcrib import (
 from toolcrib.agent import records
 from toolcrib.agent.records import LookedUp, with_identifiers
 from toolcrib.agent.request import Request
+from toolcrib.agent.steps import StepId
 
 ORDER = {"found": True, "order_id": "ORD-1001", "customer": "Harrier Labs", "status": "shipped", "carrier": "DHL",
          "tracking": "JD0146 2281 7740", "eta": "2026-11-28", "items": "2x HLV-2205"}
@@ -104,7 +105,7 @@ def test_the_runner_states_the_record_without_asking_the_model_again() -> None:
     assert answer.outcome == "answered" and not answer.flags
     assert answer.text.startswith("Order status ORD-1001: status shipped;")
     assert [c.id for c in answer.citations] == ["get_order_status#1"]
-    assert any(e.kind == EventKind.EVIDENCE_RULE and "Answered by code" in e.title for e in tracer.events)
+    assert any(e.kind == EventKind.EVIDENCE_RULE and e.rule == StepId.RECORD_ANSWER for e in tracer.events)
 
     off, model, _ = run([call, "It shipped with DHL [get_order_status#1]."], "What is the status of order ORD-1001?",
                         record_answers=False)

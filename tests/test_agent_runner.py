@@ -23,6 +23,7 @@ from toolcrib import (
     Tracer,
     tool,
 )
+from toolcrib.agent.steps import StepId
 from toolcrib.errors import LimitExceeded
 
 RAN: list[str] = []
@@ -442,7 +443,7 @@ def test_a_greeting_is_answered_at_once_by_code_without_the_model_or_a_tool() ->
         assert answer.model_decided_steps == 0 and RAN == []
     assert "assistant of Kestrel" in r.ask("hello", USER).text
     assert model.requests == []  # the model was never asked
-    assert any(e.kind == EventKind.EVIDENCE_RULE and "Small talk" in e.title for e in TRACERS[-1].events)
+    assert any(e.rule == StepId.SMALL_TALK for e in TRACERS[-1].events)
 
 
 def test_a_greeting_with_a_question_is_a_question_and_small_talk_can_be_turned_off() -> None:
