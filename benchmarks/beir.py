@@ -30,6 +30,7 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # idle BLAS threads add milliseconds to small searches
 
+import _quick  # benchmarks/_quick.py: --quick
 import numpy as np
 
 from toolcrib.retrieval import (
@@ -304,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--precision", choices=["int8", "float"], default="int8",
                         help="the embedder's arithmetic (float: the packaged model's own vectors)")
     parser.add_argument("--backend", choices=["lance", "pgvector"], default="lance", help="the scale run's index")
-    args = parser.parse_args(argv)
+    args = _quick.parse(parser, argv, scale=1000)  # the scale run needs no data
     with tempfile.TemporaryDirectory(prefix="toolcrib-beir-") as tmp:
         if args.scale:
             figures = scale(args.scale, Path(tmp), args.backend)

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import _quick  # benchmarks/_quick.py: --quick
+
 from toolcrib.evals import bfcl
 from toolcrib.models.base import Loadable
 from toolcrib.models.registry import get_model
@@ -28,7 +30,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None, help="BFCL folder (default ../shared/data/bfcl)")
     parser.add_argument("--threads", type=int, default=None, help="n_threads for the local model")
     parser.add_argument("--out", type=Path, default=None, help="also write the full result JSON here")
-    args = parser.parse_args()
+    args = _quick.parse(parser, limit=1)
     settings = {"n_threads": args.threads} if args.threads else {}
     model = get_model(args.model, settings)
     started = time.perf_counter()

@@ -28,6 +28,7 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import _quick  # benchmarks/_quick.py: --quick
 import numpy as np
 
 from toolcrib.evals.questions import load_questions
@@ -38,7 +39,7 @@ from toolcrib.workspace import DEMO_SOURCE, Workspace
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions of each query")
-    args = parser.parse_args(argv)
+    args = _quick.parse(parser, argv, repeat=1)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "demo"
         shutil.copytree(DEMO_SOURCE, root, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Annotated
 
+import _quick  # benchmarks/_quick.py: --quick
 from pydantic import TypeAdapter
 
 from toolcrib import CallContext, Gate, GroupPolicy, Identifier, Principal, Registry, ToolCall, Tracer, tool
@@ -139,7 +140,7 @@ def main() -> None:
     parser.add_argument("n", nargs="?", type=int, default=5000)
     parser.add_argument("--calls-per-run", type=int, default=2, help="READ calls per run (the audit flushes "
                         "at each run's end)")
-    args = parser.parse_args()
+    args = _quick.parse(parser, n=200)
     figures = asyncio.run(measure(args.n, max(1, args.calls_per_run)))
     print(f"one READ call (median of {args.n}): bare gate {figures['gate_read_call_us_p50']:.1f} us "
           f"(p95 {figures['gate_read_call_us_p95']:.1f}); the workspace's gate (SQLite audit, scanner, JSONL "

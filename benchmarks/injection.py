@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _quick  # benchmarks/_quick.py: --quick
 import yaml
 
 from toolcrib import (
@@ -964,7 +965,7 @@ def main() -> None:
     parser.add_argument("--no-scanner", dest="scanner", action="store_false",
                         help="give the gate no scanner (a workspace's gate always has the PatternScanner)")
     parser.add_argument("--cases-out", type=Path, default=None, help="write per-case decisions here (JSONL)")
-    args = parser.parse_args()
+    args = _quick.parse(parser, limit=2)
     folder = args.data or data_dir()
     if not folder.is_dir():
         sys.exit(f"AgentDojo data not found at {folder}: it is expected at <repo root>/../shared/data/agentdojo "

@@ -19,6 +19,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+import _quick  # benchmarks/_quick.py: --quick
+
 from toolcrib.models.base import Completion, Message, Model, ToolSpec
 from toolcrib.models.local import LocalModel
 from toolcrib.models.weights import ensure_model_file
@@ -275,7 +277,8 @@ def main() -> None:
     parser.add_argument("--no-one-process", action="store_true", help="--demo: skip the one-process run")
     parser.add_argument("--setting", action="append", default=[], help="model setting KEY=VALUE (repeatable)")
     parser.add_argument("--demo-question", type=int, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--prompts", type=int, default=None, help="only the first N prompts")
+    args = _quick.parse(parser, prompts=2)
     settings: dict[str, Any] = {"n_threads": args.threads, "n_threads_batch": args.threads_batch}
     settings.update(item.split("=", 1) for item in args.setting)
     if args.demo_question is not None:
@@ -297,7 +300,8 @@ def main() -> None:
     tools_right = args_right = 0
     tokens_in: list[int] = []
     tokens_out: list[int] = []
-    for question, want_tool, want_args in PROMPTS:
+    prompts = PROMPTS[: args.prompts]
+    for question, want_tool, want_args in prompts:
         reply = model.complete([Message("user", question)], TOOLS)
         latencies.append(reply.ms)
         tokens_in.append(reply.tokens_in)
@@ -315,14 +319,14 @@ def main() -> None:
         "model": model.name,
         "n_threads": args.threads,
         "n_threads_batch": args.threads_batch,
-        "prompts": len(PROMPTS),
+        "prompts": len(prompts),
         "ensure_model_file_ms": round(ensure_ms, 1),
         "load_ms": round(load_ms, 1),
         "first_call_ms": round(latencies[0], 1),
         "median_decision_ms": round(statistics.median(latencies[1:]), 1),
         "max_decision_ms": round(max(latencies[1:]), 1),
-        "tool_selection_accuracy": round(tools_right / len(PROMPTS), 3),
-        "argument_accuracy": round(args_right / len(PROMPTS), 3),
+        "tool_selection_accuracy": round(tools_right / len(prompts), 3),
+        "argument_accuracy": round(args_right / len(prompts), 3),
         "median_tokens_in": statistics.median(tokens_in),
         "median_tokens_out": statistics.median(tokens_out),
         "rss_after_load_mib": round(rss_after_load, 1),

@@ -57,6 +57,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import _quick  # benchmarks/_quick.py: --quick
+
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = Path(__file__).with_name("peers-requirements.txt")
 PEERS_VENV = Path(__file__).with_name(".peers-venv")
@@ -753,7 +755,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per worker before it is given up")
     parser.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = _quick.parse(parser, calls=200, runs=50)
+    if args.quick and not args.worker:  # the peers need their own venv: quick measures toolcrib's figures alone
+        result = run_worker("toolcrib", args.calls, args.runs)
+        print(json.dumps({"benchmark": "peers", "quick": True, **result}))
+        if result["reasons"]:
+            sys.exit(f"toolcrib not measured: {result['reasons']}")
+        return
     if args.worker:
         with contextlib.redirect_stdout(sys.stderr):  # frameworks that print must not spoil the JSON line
             result = run_worker(args.worker, args.calls, args.runs)

@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _quick  # benchmarks/_quick.py: --quick
+
 from toolcrib.policy.scanner import PatternScanner, Scanner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -289,7 +291,7 @@ def main() -> None:
     parser.add_argument("--table-contexts", type=int, default=100, help="BIPIA table contexts used (of 900)")
     parser.add_argument("--scifact", type=int, default=2000, help="SciFact abstracts scanned for false alarms")
     parser.add_argument("--show", type=int, default=0, help="print this many misses and false alarms per set")
-    args = parser.parse_args()
+    args = _quick.parse(parser, table_contexts=5, scifact=50)
     data: Path = args.data
     if not (data / "bipia").is_dir() or not (data / "agentdojo").is_dir():
         sys.exit(f"shared data not found: expected {data}/bipia and {data}/agentdojo "

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _quick  # benchmarks/_quick.py: --quick
 import httpx
 from pydantic import BaseModel
 
@@ -54,7 +55,6 @@ USERS = ("alice", "hana", "ada", "liam", "omar")  # every one of them is offered
 PARTS = ("HLV-2205", "HLV-2210", "F1", "F2", "F3", "PSU-4030", "PSU-0505", "FAN-8025", "RLY-1240",
          "KNB-1102", "ENC-2000", "OPT-0450", "CAL-0100")  # part numbers the desk model recognizes
 NO_TOOL = "no tool please"
-
 
 # -- set-up ---------------------------------------------------------------------------------------------
 
@@ -488,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chains", type=int, default=10, help="parts reserved in parallel")
     parser.add_argument("--overhead-seconds", type=float, default=8, help="length of each overhead run")
     parser.add_argument("--bare-port", type=int, default=None, help=argparse.SUPPRESS)  # the bare server's process
-    args = parser.parse_args(argv)
+    args = _quick.parse(parser, argv, seconds=2.0, clients=4, proposals=3, racers=2, chains=2, overhead_seconds=1.0)
     if args.bare_port is not None:
         import uvicorn
 
