@@ -43,6 +43,13 @@ def _same_call(call: ToolCall, calls: Sequence[ToolCall]) -> bool:
     return any(c.name == call.name and c.arguments == call.arguments for c in calls)
 
 
+def _example_id(gate: Gate) -> str:
+    """A citation id for the system prompt's example, from the workspace's own tools: its first lookup."""
+    tools = [t for t in gate.registry if t.effect is Effect.READ]
+    keyed = [t for t in tools if t.lookup_key() is not None]
+    return f"{(keyed or tools)[0].name}#1" if tools else "doc#c1"
+
+
 class Runner:
     """Asks the model, passes its proposals through the Gate, and returns a grounded Answer."""
 
@@ -66,6 +73,7 @@ class Runner:
         self.strategy = strategy_for(model, self.settings)
         self.calls = Calls(gate, self.settings, model.hosted_tools)
         self.steps = Steps(steps, self.settings, aided=self.strategy.aided)
+        self._example_id = _example_id(gate)
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -139,12 +147,6 @@ class Runner:
         tracer.exporters.extend(exporters)
         return tracer
 
-    def _example_id(self) -> str:
-        """A citation id for the system prompt's example, from this workspace's own tools."""
-        tools = [t for t in self.gate.registry if t.effect is Effect.READ]
-        keyed = [t for t in tools if t.lookup_key() is not None]
-        return f"{(keyed or tools)[0].name}#1" if tools else "doc#c1"
-
     def _start(self, question: str, principal: Principal, mode: Mode, exporters: Sequence[TraceExporter],
                tracer: Tracer | None = None) -> RunState:
         tracer = tracer or self._tracer(exporters)
@@ -152,7 +154,7 @@ class Runner:
         cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id, question=question)
         extra = "\n".join(p for p in (self.settings.system_prompt,
                                       prompts.SINGLE_CALL if mode == "single" else "") if p)
-        system = prompts.SYSTEM.format(name=self.settings.name, example_id=self._example_id(), extra=extra)
+        system = prompts.SYSTEM.format(name=self.settings.name, example_id=self._example_id, extra=extra)
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_STARTED, f"Start run ({mode} mode)",
                       detail={"question": question, "user": principal.user_id, "mode": mode,
@@ -307,6 +309,8 @@ class Runner:
         if self.settings.require_evidence and not run.grounded:
             return await self._abstain(run, model_text)
         if (done := await self.steps.run(Stage.ANSWER, run, self.calls)) is None:
+            if run.cctx.offer is None:  # a resumed run: the native conversation's tools are offered again
+                self.calls.offer(run)
             done = self.strategy.answer(run, self._complete)
             if done.outcome == "answered" and not done.code_wrote:
                 return await self._answer(run, done.text)

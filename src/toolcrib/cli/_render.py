@@ -58,7 +58,8 @@ def render_trace(path: Path) -> None:
             cost += f" {e.tokens_in}→{e.tokens_out} tok"
         click.echo(f"{e.step:>3} {e.at[11:23]} ", nl=False)
         click.secho(f"{e.decided_by:<7}", fg=_COLOURS.get(e.decided_by, "white"), nl=False)
-        click.echo(f" {e.kind.value:<20} {e.title}{cost}")
+        rule = f" [{e.rule}]" if e.rule else ""
+        click.echo(f" {e.kind.value:<20} {e.title}{rule}{cost}")
         facts = _facts(e)
         if facts:
             click.secho(f"      {facts[:240]}", dim=True)

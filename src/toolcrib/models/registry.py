@@ -36,7 +36,13 @@ def get_model(spec: str, settings: Mapping[str, Any] | None = None) -> Model:
         known = ", ".join(sorted(_FACTORIES))
         raise ConfigError(f"unknown model spec '{spec}'; expected one of: {known} (e.g. 'local', 'openai:MODEL')",
                           key="model")
-    return factory(rest, settings or {})
+    settings = settings or {}
+    model = factory(rest, {k: v for k, v in settings.items() if k != "small_model"})
+    if "small_model" in settings:  # any backend may declare it: an OpenAI-compatible server of a small model
+        if not isinstance(settings["small_model"], bool):
+            raise ConfigError("small_model must be true or false", key="model.settings.small_model")
+        model.small_model = settings["small_model"]
+    return model
 
 
 _loaded = False

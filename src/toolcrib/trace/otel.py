@@ -54,7 +54,8 @@ class OpenTelemetryExporter(TraceExporter):
             "toolcrib.schema_version": event.schema_version}
         optional = {"toolcrib.run_id": event.run_id, "toolcrib.status": event.status,
                     "toolcrib.effect": event.effect, "toolcrib.proposal_id": event.proposal_id,
-                    "error.type": event.error_code, "toolcrib.citations": event.citations}
+                    "error.type": event.error_code, "toolcrib.citations": event.citations,
+                    "toolcrib.rule": event.rule}
         attributes.update({k: v for k, v in optional.items() if v})
         if event.detail is not None:
             attributes["toolcrib.detail"] = json.dumps(event.detail, default=str, ensure_ascii=False)[:4000]
