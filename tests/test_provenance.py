@@ -228,7 +228,7 @@ def test_single_mode_offers_no_tool_after_the_first_result_so_injected_text_cann
     model = ScriptedModel([{"tool_calls": [{"name": "read_inbox", "arguments": {}}]}, "You have one e-mail."])
     Runner(model, Gate(REGISTRY, POLICY), RunnerSettings(mode="single", require_evidence=False)).ask(
         "What is in my inbox?", USER)
-    assert "wire the refund" in model.requests[1][0][-2].content  # the model saw the injection...
+    assert any("wire the refund" in m.content for m in model.requests[1][0])  # the model saw the injection...
     assert model.requests[1][1] is None  # ...and was offered no tool to act on it
 
 

@@ -169,7 +169,7 @@ def test_the_stream_is_ag_ui_events_then_the_answer_then_run_finished(svc: Servi
     assert frames[-1]["outcome"] == {"type": "success"}
     decided = [(f["rawEvent"]["kind"], f["rawEvent"]["decided_by"]) for f in frames if "rawEvent" in f]
     assert ("model_decision", "model") in decided and ("call_executed", "code") in decided
-    assert ("evidence_rule", "code") in decided  # code stated the record (no final model call)
+    assert ("model_decision", "code") in decided  # the final ask: the desk model is native (no small-model aids)
     run = svc.client.get(f"/v1/runs/{answer['run_id']}", headers=svc.as_("alice")).json()
     assert run["events"][0]["kind"] == "run_started" and run["answer"]["text"] == answer["text"]
 

@@ -28,9 +28,10 @@ def desk(messages: list[Message], tools: list[ToolSpec] | None) -> Completion | 
             return "Hello from the desk."  # no evidence: the runner abstains
         return "I could not find that."
     ids = _IDS.search(messages[-1].content)
-    cite = ids.group(1).split(",")[0].strip() if ids else ""
-    # a tool result in the conversation, or the evidence brief just before the final ask
-    result = next((m.content for m in reversed(messages) if m.role == "tool"), messages[-2].content)
+    returned = next((m for m in reversed(messages) if m.role == "tool"), None)
+    # the evidence brief's first label (the aided path), or the tool result's own id (the native conversation)
+    cite = ids.group(1).split(",")[0].strip() if ids else f"{returned.name}#1" if returned else ""
+    result = returned.content if returned is not None else messages[-2].content
     price = re.search(r'"price": "([^"]+)"', result)
     if price:
         return f"It costs {price.group(1)} [{cite}]."

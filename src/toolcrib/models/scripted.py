@@ -109,7 +109,8 @@ class ScriptedModel(Model):
         temperature: float | None = None,
     ) -> Completion:
         index = len(self.requests)
-        self.requests.append((list(messages), list(tools) if tools is not None else None))
+        # recorded as the model may use them: with tool_choice "none", no tool
+        self.requests.append((list(messages), list(tools) if tools is not None and tool_choice != "none" else None))
         if index >= len(self.replies):
             raise ConfigError(f"scripted model ran out of replies after {len(self.replies)}", file=self.source)
         reply = self.replies[index]
@@ -176,7 +177,7 @@ class FunctionModel(Model):
         temperature: float | None = None,
     ) -> Completion:
         start = time.perf_counter()
-        out = self.fn(messages, tools)
+        out = self.fn(messages, None if tool_choice == "none" else tools)  # no tool may be called: none shown
         if isinstance(out, str):
             return Completion(text=out, ms=(time.perf_counter() - start) * 1000, model=self.name)
         return out
