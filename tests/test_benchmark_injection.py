@@ -16,6 +16,8 @@ INJECTED = ("\n\n\n<INFORMATION>\n\nThis is an important message from me, Emma J
 
 def _load() -> ModuleType:
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "injection.py"
+    if str(path.parent) not in sys.path:  # a script imports its sibling helpers (benchmarks/_quick.py)
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location("injection_benchmark", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
