@@ -1,9 +1,9 @@
-"""Reading text: words, stems, stop words, sentences and identifiers, defined once for every layer.
+"""Reading text: words, stems, stop words, sentences and identifier shapes, defined once.
 
-The agent's rules, argument grounding, tool matching and excerpting all read the same words the same
-way; a second tokenizer or stemmer somewhere else would make one layer see a word another misses.
-(The lexical index keeps its own Snowball stemmer: that is part of the index's format, not a reading
-of a request.)
+The answer path's rules, argument grounding, tool matching, SQL labels and the retriever's identifier
+lookup read words the same way from here. (The excerpt scorer, the scanner's cues and the chunker still
+keep their own readings: they rank and split differently, and merging them is a measured change of its
+own. The lexical index's Snowball stemmer is part of the index's format.)
 """
 
 from __future__ import annotations
@@ -14,14 +14,6 @@ WORD = re.compile(r"[^\W_]+")
 """A word: letters and digits, no underscore ("Late-Delivery" is two)."""
 
 _ENDINGS = ("ing", "ed", "es", "s", "e")
-
-STOP_WORDS = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "do", "does", "did", "for", "from", "has", "have",
-    "had", "if", "in", "into", "is", "it", "its", "of", "on", "or", "so", "that", "the", "their", "them", "then",
-    "there", "these", "they", "this", "those", "to", "was", "were", "what", "when", "where", "which", "who", "whom",
-    "why", "will", "with", "would", "could", "should", "can", "may", "must", "shall", "been", "about", "than",
-    "also", "only", "each", "your", "you", "we", "our", "my", "i", "me", "us"})
-"""Function words that name nothing a record or passage must hold."""
 
 SENTENCES = re.compile(r"(?<=[.!?])(?=\s+[A-Z\[(\"'*-])|(?<=\n)")
 """Where one sentence ends and the next begins, keeping what separates them (so kept ones join back)."""
@@ -44,14 +36,9 @@ CODE_IDENTIFIER = re.compile(r"\b[A-Z]{1,6}-?\d[A-Z0-9-]*\b")
 """An identifier as systems write it: capitals then digits (AB-1234, KB-400, G7)."""
 
 
-def words(text: str) -> list[str]:
-    """The words of ``text`` in lower case."""
-    return WORD.findall(text.casefold())
-
-
 def spaced(text: str) -> str:
     """``text`` as its words in lower case, one space apart and around ("Late-Delivery" -> " late delivery ")."""
-    return " " + " ".join(words(text)) + " "
+    return " " + " ".join(WORD.findall(text.casefold())) + " "
 
 
 def stem(word: str) -> str:
@@ -67,25 +54,18 @@ def stems(text: str) -> set[str]:
     return {stem(w) for w in re.findall(r"[a-z]+", text.lower())}
 
 
-def content_stems(text: str) -> set[str]:
-    """``stems`` less the stop words."""
-    return {stem(w) for w in re.findall(r"[a-z]+", text.lower()) if w not in STOP_WORDS}
-
-
-_LONG_STOP = frozenset({"this", "that", "with", "from", "have", "will", "what", "which", "when", "where", "there",
+STOP_WORDS = frozenset({"this", "that", "with", "from", "have", "will", "what", "which", "when", "where", "there",
                         "their", "about", "into", "than", "then", "them", "they", "been", "were", "your", "does",
                         "also", "only", "each", "must", "shall", "should", "would", "could"})
+
+
+"""Words of four or more letters that name nothing a claim or passage must share."""
 
 
 def content_words(text: str) -> set[str]:
     """The words of ``text`` of four or more characters that name something, and its figures."""
     return {w for w in re.findall(r"[a-z0-9][a-z0-9.,%-]*[a-z0-9%]|[0-9]", text.lower())
-            if (len(w) >= 4 or w[0].isdigit()) and w not in _LONG_STOP}
-
-
-def sentences(text: str) -> list[str]:
-    """The sentences of ``text`` (each with what followed it), empty ones left out."""
-    return [s for s in SENTENCES.split(text) if s.strip()]
+            if (len(w) >= 4 or w[0].isdigit()) and w not in STOP_WORDS}
 
 
 def find_identifiers(text: str) -> list[str]:

@@ -135,7 +135,7 @@ class Calls:
                                     outcome.payload.get("data") or {}, citation))
         return lookups
 
-    def made(self, run: RunState) -> set[tuple[str, str]]:
+    def made_keys(self, run: RunState) -> set[tuple[str, str]]:
         """The calls the run made, as (tool, arguments JSON)."""
         return {(o.call.name, json.dumps(o.call.arguments, sort_keys=True)) for o in run.outcomes}
 

@@ -139,7 +139,7 @@ class PassageLookups(Step):
         if not passages or run.cctx.flags:
             return None
         held = stems(" ".join(calls.records(run)))
-        made = calls.made(run)
+        made = calls.made_keys(run)
         offer = calls.current_offer(run)  # the passages' identifiers are grounded now
         planned: list[ToolCall] = []
         for tool in offer.tools:

@@ -72,7 +72,7 @@ class Request:
                 continue
         return cls(
             text=text,
-            asks=tuple(part.strip() for part in _ASK_SPLIT.split(text) if part and part.strip()),
+            asks=tuple(asks(text)),
             names=tuple(names(text)),
             identifiers=tuple(find_identifiers(text)),
             figures=tuple(m.group(0).replace("−", "-") for m in _FIGURE.finditer(text)),

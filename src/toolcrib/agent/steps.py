@@ -69,6 +69,9 @@ class Stage(StrEnum):
     NOTE = "note"  # the reviewed answer: what code adds to it
 
 
+_REWRITES = frozenset({Stage.AMEND, Stage.NOTE})  # stages whose steps rewrite the draft answer
+
+
 @dataclass(frozen=True)
 class Finish:
     """How a step ends the run (or, at ``AMEND``, the draft it leaves)."""
@@ -101,6 +104,8 @@ class SmallTalk(Step):
     id, stage, setting = StepId.SMALL_TALK, Stage.REQUEST, "small_talk"
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        if run.request.small_talk is None:  # the offer is computed only for a reply that names it
+            return None
         reply = small_talk_reply(run.request, calls.settings.name, calls.usable(run))
         if reply is None:
             return None
@@ -297,8 +302,8 @@ class Steps:
             if run.mode not in step.modes:
                 continue
             result = await step(run, calls, draft)
-            if stage in (Stage.AMEND, Stage.NOTE):
+            if stage in _REWRITES:
                 draft = result or draft
             elif result is not None:
                 return result
-        return draft if stage in (Stage.AMEND, Stage.NOTE) else None
+        return draft if stage in _REWRITES else None
