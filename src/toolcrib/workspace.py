@@ -51,6 +51,8 @@ HOME_ENV = "TOOLCRIB_HOME"
 G = TypeVar("G", bound=Gate)
 T = TypeVar("T")
 DEMO_SOURCE = Path(__file__).parent / "demo" / "workspace"
+# The shipped workspaces, by template name: the Kestrel Instruments demo and the veterinary clinic.
+TEMPLATES: dict[str, Path] = {"demo": DEMO_SOURCE, "clinic": Path(__file__).parent / "demo" / "clinic"}
 
 
 def data_home() -> Path:
@@ -70,18 +72,28 @@ def _tree_digest(root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def demo_workspace() -> Path:
-    """The shipped demo, copied to a writable place on first use (and again when the package changes it)."""
-    target = data_home() / "demo"
+def template_source(name: str) -> Path:
+    """The folder of a shipped workspace template; a clear error names the ones there are."""
+    try:
+        return TEMPLATES[name]
+    except KeyError:
+        raise ConfigError(f"no workspace template '{name}'; choose one of: {', '.join(TEMPLATES)}",
+                          key="template") from None
+
+
+def shipped_workspace(name: str = "demo") -> Path:
+    """A shipped workspace, copied to a writable place on first use (and again when the package changes it)."""
+    source = template_source(name)
+    target = data_home() / name
     marker = target / ".toolcrib-demo-version"
-    version = _tree_digest(DEMO_SOURCE)
+    version = _tree_digest(source)
     if marker.exists() and marker.read_text().strip() == version:
         return target
-    staging = target.with_name("demo.tmp")
+    staging = target.with_name(f"{name}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(DEMO_SOURCE, staging, ignore=shutil.ignore_patterns("__pycache__", ".toolcrib"))
+    shutil.copytree(source, staging, ignore=shutil.ignore_patterns("__pycache__", ".toolcrib"))
     old_state = target / ".toolcrib"
-    if old_state.exists():  # keep audit records and approvals across demo upgrades
+    if old_state.exists():  # keep audit records and approvals across upgrades
         shutil.move(str(old_state), staging / ".toolcrib")
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
@@ -89,9 +101,9 @@ def demo_workspace() -> Path:
     return target
 
 
-def resolve_workspace(path: str | Path | None) -> Path:
-    """Explicit path, else $TOOLCRIB_WORKSPACE, else the demo."""
-    chosen = path or os.environ.get(WORKSPACE_ENV)
+def resolve_workspace(path: str | Path | None, *, template: str = "") -> Path:
+    """Explicit path, else the shipped ``template`` when one is named, else $TOOLCRIB_WORKSPACE, else the demo."""
+    chosen = path or (None if template else os.environ.get(WORKSPACE_ENV))
     if chosen:
         root = Path(chosen).expanduser().resolve()
         if root.is_file():
@@ -100,7 +112,7 @@ def resolve_workspace(path: str | Path | None) -> Path:
             raise ConfigError(f"no {CONFIG_NAME} in {root}; pass --workspace PATH or set {WORKSPACE_ENV}",
                               file=str(root / CONFIG_NAME))
         return root
-    return demo_workspace()
+    return shipped_workspace(template or "demo")
 
 
 def _load_module(path: Path) -> ModuleType:
@@ -127,8 +139,8 @@ class Workspace:
     _tools: list[Tool] = field(default_factory=list)
 
     @classmethod
-    def open(cls, path: str | Path | None = None) -> Workspace:
-        root = resolve_workspace(path)
+    def open(cls, path: str | Path | None = None, *, template: str = "") -> Workspace:
+        root = resolve_workspace(path, template=template)
         return cls(root, load_config(root / CONFIG_NAME))
 
     @property

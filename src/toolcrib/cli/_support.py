@@ -56,8 +56,8 @@ def controlled(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def open_workspace(workspace: Path | None) -> Workspace:
-    """The workspace at ``workspace`` (else $TOOLCRIB_WORKSPACE, else the demo); imported on use."""
+def open_workspace(workspace: Path | None, *, template: str = "") -> Workspace:
+    """The workspace at ``workspace`` (else $TOOLCRIB_WORKSPACE, else the shipped ``template`` or the demo)."""
     from toolcrib.workspace import Workspace
 
-    return Workspace.open(workspace)
+    return Workspace.open(workspace, template=template)

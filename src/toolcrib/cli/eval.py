@@ -49,7 +49,8 @@ def _select(qset: QuestionSet, only: tuple[str, ...], limit: int | None) -> Ques
               help="Model spec: local, openai:NAME, scripted:FILE, dry:NAME.")
 @click.option("--mode", type=click.Choice(["single", "loop", "both"]), default="single", show_default=True)
 @click.option("--questions", "questions_file", type=click.Path(path_type=Path), default=None,
-              help="A question file in the demo set's format (default: the shipped demo set).")
+              help="A question file in the demo set's format, or a shipped set's name (demo, clinic); "
+                   "a shipped set runs on its own shipped workspace unless --workspace is given.")
 @click.option("--only", multiple=True, help="Run only these question ids, kinds or attacks (repeatable).")
 @click.option("--limit", type=int, default=None, help="Run at most N questions.")
 @click.option("--dry", is_flag=True, help="Project tokens and cost with the dry model; call no model.")
@@ -74,8 +75,8 @@ def _run_eval(model_spec: str | None, mode: EvalMode, questions_file: Path | Non
     from toolcrib.evals.harness import run_set
     from toolcrib.evals.questions import load_questions
 
-    ws = open_workspace(workspace)
     qset = _select(load_questions(questions_file), only, limit)
+    ws = open_workspace(workspace, template=qset.workspace)
     spec = model_spec or ws.config.model.spec
     modes: list[Mode] = ["single", "loop"] if mode == "both" else [mode]
     if dry:

@@ -84,10 +84,29 @@ def create_starter(path: Path) -> None:
         tools.write_text(STARTER_TOOLS, encoding="utf-8")
 
 
+def copy_template(name: str, path: Path) -> None:
+    """Copy a shipped workspace (``demo``, ``clinic``) into ``path``; refuse to overwrite a workspace."""
+    import shutil
+
+    from toolcrib.workspace import template_source
+
+    source = template_source(name)
+    if (path / "toolcrib.toml").exists():
+        raise ConfigError("a workspace already exists here; not overwriting it", file=str(path / "toolcrib.toml"))
+    shutil.copytree(source, path, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "__init__.py", ".toolcrib", "*.sqlite"))
+
+
 @click.command("init")
 @click.argument("path", type=click.Path(path_type=Path))
+@click.option("--template", default=None, metavar="NAME",
+              help="Start from a shipped workspace instead of the bare starter: demo or clinic.")
 @controlled
-def init_cmd(path: Path) -> None:
-    """Create a commented starter workspace at PATH."""
-    create_starter(path)
-    click.echo(f"Created a starter workspace in {path}. Try: toolcrib tools --workspace {path}")
+def init_cmd(path: Path, template: str | None) -> None:
+    """Create a workspace at PATH: a commented starter, or a copy of a shipped one (--template)."""
+    if template:
+        copy_template(template, path)
+    else:
+        create_starter(path)
+    click.echo(f"Created a {template + ' ' if template else 'starter '}workspace in {path}. "
+               f"Try: toolcrib tools --workspace {path}")

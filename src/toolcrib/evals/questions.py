@@ -68,6 +68,7 @@ class QuestionSet:
     questions: tuple[Question, ...]
     source: str = ""
     name: str = ""
+    workspace: str = ""  # the shipped workspace template it is about ("demo", "clinic"), if any
 
     def __len__(self) -> int:
         return len(self.questions)
@@ -154,8 +155,10 @@ def _question(raw: Any, index: int, source: str) -> Question:
 
 
 def load_questions(path: str | Path | None = None) -> QuestionSet:
-    """Read and check a question set; the shipped demo set when ``path`` is None."""
+    """Read and check a question set: a file, the name of a shipped set ("clinic"), or the demo set."""
     p = Path(path) if path else DEMO_SET
+    if not p.exists() and p.suffix == "" and (SETS_DIR / f"{p.name}.yaml").exists():
+        p = SETS_DIR / f"{p.name}.yaml"
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -173,4 +176,5 @@ def load_questions(path: str | Path | None = None) -> QuestionSet:
         if q.id in seen:
             raise ConfigError(f"question id '{q.id}' appears twice", file=str(p), key="id")
         seen.add(q.id)
-    return QuestionSet(str(data["version"]), questions, source=str(p), name=str(data.get("name") or p.stem))
+    return QuestionSet(str(data["version"]), questions, source=str(p), name=str(data.get("name") or p.stem),
+                       workspace=str(data.get("workspace") or ""))
