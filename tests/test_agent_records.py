@@ -113,7 +113,7 @@ def test_the_runner_states_the_record_without_asking_the_model_again() -> None:
 
 
 def test_a_run_that_also_searched_notes_gets_a_model_written_answer() -> None:
-    search = {"tool_calls": [{"name": "search_notes", "arguments": {"query": "order status"}}]}
+    search = {"tool_calls": [{"name": "search_notes", "arguments": {"query": "returns window"}}]}
     answer, model, _ = run([search, "Returns within 14 days [search_notes#1]."], "What is the returns window?")
     assert len(model.requests) == 2 and "14 days" in answer.text
 
@@ -162,7 +162,8 @@ def contracts_query(query: str) -> dict[str, Any]:
 
 def test_a_query_column_named_for_what_it_does_not_compute_is_not_stated_and_its_words_are_searched() -> None:
     """"MAX(year) AS delivery_lead_time" must not become "delivery_lead_time 2025" in code's answer."""
-    call = {"tool_calls": [{"name": "contracts_query", "arguments": {"query": "SELECT ..."}}]}
+    query = {"query": "SELECT SUM(amount) AS total_value FROM contracts"}
+    call = {"tool_calls": [{"name": "contracts_query", "arguments": query}]}
     model = ScriptedModel([call, "The total is 212500 [contracts_query#1]; delivery takes 6 weeks [returns#c2]."],
                           small_model=True)
     tracer = Tracer()

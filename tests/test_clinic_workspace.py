@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from toolcrib.cli import main
 from toolcrib.errors import ConfigError, InvalidArguments, NotPermitted
 from toolcrib.evals.questions import load_questions
-from toolcrib.policy.principal import Principal
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.workspace import TEMPLATES, Workspace
 
@@ -39,7 +38,7 @@ def db(ws: Workspace, tmp_path: Path) -> Path:
 
 
 def tools(ws: Workspace) -> dict[str, Tool]:
-    return {t.name: t for t in ws.tools()}
+    return {t.name: t for t in ws.registry}
 
 
 def call(ws: Workspace, db: Path, name: str, user: str = "rosa", **arguments: Any) -> dict[str, Any]:
@@ -85,7 +84,8 @@ def test_a_client_sees_only_their_own_pets_and_appointments(ws: Workspace, db: P
     refused = call(ws, db, "cancel_appointment", "tom", appointment_id="APT-3013")
     assert not refused["cancelled"]
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT status FROM appointments WHERE appointment_id = 'APT-3013'").fetchone()[0] == "booked"
+        status = conn.execute("SELECT status FROM appointments WHERE appointment_id = 'APT-3013'").fetchone()[0]
+    assert status == "booked"
 
 
 def test_slots_booking_and_cancelling_change_the_diary_once(ws: Workspace, db: Path) -> None:

@@ -246,12 +246,16 @@ def test_citations_in_an_answer_are_checked_against_this_run() -> None:
 
 # -- the vector_search tool --------------------------------------------------------------------------
 
-def test_vector_search_tool_returns_citable_passages_for_the_principal(retriever: HybridRetriever) -> None:
+def test_vector_search_tool_returns_citable_passages_for_the_principal(retriever: HybridRetriever,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     tool = make_vector_search_tool()
     assert tool.name == "vector_search" and tool.effect.value == "read"
     assert tool.parameters["properties"]["top_k"]["maximum"] == 20
     alice = ToolContext(principal=Principal("alice", groups=frozenset({"support"})),
                         resources={"retriever": retriever})
+    monkeypatch.setattr(retriever, "top_k", 2)  # the workspace's retrieval.top_k: a model asking for fewer gets it
+    result = tool.fn(**tool.bind(tool.validate({"query": "late delivery penalty", "top_k": 1}, alice), alice))
+    assert len(result["passages"]) == 2
     args = tool.validate({"query": "late delivery penalty", "top_k": 3}, alice)
     result = tool.fn(**tool.bind(args, alice))
     assert set(result) == {"passages", "conflicts", "sufficient", "searched"}

@@ -439,7 +439,7 @@ class Workspace:
 
         index = self.ensure_index()
         cfg = self.config.retrieval
-        return HybridRetriever(index, self.embedder, excerpt_chars=cfg.excerpt_chars,
+        return HybridRetriever(index, self.embedder, excerpt_chars=cfg.excerpt_chars, top_k=cfg.top_k,
                                threshold=cfg.min_score if cfg.min_score is not None else DEFAULT_THRESHOLD)
 
     def ensure_index(self) -> Index:

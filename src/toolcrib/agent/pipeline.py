@@ -6,6 +6,7 @@ from toolcrib.agent.planning import PassageLookups, PlannedLookups, RegroundedLo
 from toolcrib.agent.steps import (
     CapabilitiesNote,
     DocumentSearch,
+    InventedValues,
     NamedIdentifiers,
     QuotedAnswer,
     RecordAnswer,
@@ -19,6 +20,7 @@ from toolcrib.agent.steps import (
 STEPS: tuple[Step, ...] = (
     SmallTalk(),  # request: a greeting needs no model
     RefusedRequest(),  # request: values the tool cannot take, refused before any model call
+    InventedValues(),  # proposed: a lookup whose values come from nowhere is set aside
     RegroundedLookup(),  # decided (single mode): an invented id made again with the request's one id
     RefusedChange(),  # decided (single mode): the one change was refused, and the answer says so
     PlannedLookups(),  # gather: the lookups the model left out

@@ -64,7 +64,7 @@ def record_answer(request: Request, lookups: Sequence[LookedUp]) -> str | None:
     return "\n".join(_sentence(item, asked) for item in lookups)
 
 
-def table_answer(request: Request, data: Mapping[str, Any], citation: str) -> str | None:
+def table_answer(request: Request, data: Mapping[str, Any], citation: str, label: str = "Query result") -> str | None:
     """The answer code writes from a query's small table result (``{"columns", "rows"}``: at most
     ``_MAX_ROWS`` rows of at most ``_MAX_COLUMNS`` columns, none truncated) for a question that asks for
     facts: each row's columns and values exactly as returned, any name the query resolved and any
@@ -90,7 +90,26 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str) -> st
         plural = "s" if len(dropped) > 1 else ""
         note += f" (without the condition{plural} nobody asked for: {'; '.join(map(str, dropped))})"
     rows_said = "" if len(rows) == 1 else f", {len(rows)} rows"
-    return f"Query result{rows_said}{note}: {body} [{citation}]."
+    return f"{label}{rows_said}{note}: {body} [{citation}]."
+
+
+def listing_answer(request: Request, tool: Tool, data: Mapping[str, Any], citation: str) -> str | None:
+    """The answer code writes from a tool's result that lists a few records (``{"free_slots": [{...},
+    ...], "count": 3}``): the list as ``table_answer`` states a table, under the tool's name. None when
+    the result is not one such list, or the request asks for anything the tool and its result do not
+    cover (``unanswered_words``)."""
+    lists = [v for v in data.values() if isinstance(v, list)]
+    if len(lists) != 1 or not lists[0] or not all(isinstance(r, Mapping) and _flat(r) for r in lists[0]):
+        return None
+    items: list[Mapping[str, Any]] = lists[0]
+    columns = list(dict.fromkeys(k for item in items for k in item))
+    asked = request.stems - _ASKING
+    if len(unanswered_words(request.stems, [LookedUp(tool, "", data, citation)])) > (1 if len(asked) >= 3 else 0):
+        return None
+    table = {"columns": [c.replace("_", " ") for c in columns],
+             "rows": [[item.get(c) for c in columns] for item in items]}
+    label = tool.name.replace("_", " ")
+    return table_answer(request, table, citation, label=label[:1].upper() + label[1:])
 
 
 def _cell(value: Any) -> str:

@@ -43,6 +43,29 @@ _SMALL_TALK = re.compile(
 # a figure standing alone (not inside G7, CH3 or AB-1001), with its sign
 _FIGURE = re.compile(r"(?<![\w.-])[-−]?\d+(?:\.\d+)?(?![\w-])")
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+# a date written out with its year: "8 December 2026", "8th Dec 2026", "December 8, 2026"
+_WRITTEN_DATE = re.compile(rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
+                           rf"|{_MONTH.replace('month', 'month2')}\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?,?)"
+                           r"\s+(?P<year>\d{4})\b", re.IGNORECASE)
+
+
+def _dates(text: str) -> tuple[date, ...]:
+    """The dates ``text`` gives with their year, ISO or written out, in order, once each."""
+    found: list[date] = []
+    for iso in _ISO_DATE.findall(text):
+        try:
+            found.append(date.fromisoformat(iso))
+        except ValueError:  # 2026-13-40: not a date
+            continue
+    for m in _WRITTEN_DATE.finditer(text):
+        month = _MONTHS.index((m.group("month") or m.group("month2")).lower()[:3]) + 1
+        try:
+            found.append(date(int(m.group("year")), month, int(m.group("day") or m.group("day2"))))
+        except ValueError:  # 31 February
+            continue
+    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -54,7 +77,7 @@ class Request:
     names: tuple[str, ...]  # runs of capitalised words ("Northwind Labs")
     identifiers: tuple[str, ...]  # of the default shape (text.IDENTIFIER)
     figures: tuple[str, ...]  # standing alone, with their sign ("-3", "12")
-    dates: tuple[date, ...]  # ISO dates it gives
+    dates: tuple[date, ...]  # dates it gives with their year, ISO or written out
     stems: frozenset[str]
     wants_facts: bool  # a sentence of it asks for facts (what/which/who/where/when/how much ...)
     wants_documents: bool  # it asks what the documents say
@@ -64,19 +87,13 @@ class Request:
     @classmethod
     def parse(cls, text: str) -> Request:
         talk = _SMALL_TALK.match(text)
-        dates = []
-        for found in dict.fromkeys(_ISO_DATE.findall(text)):
-            try:
-                dates.append(date.fromisoformat(found))
-            except ValueError:  # 2026-13-40: not a date
-                continue
         return cls(
             text=text,
             asks=tuple(asks(text)),
             names=tuple(names(text)),
             identifiers=tuple(find_identifiers(text)),
             figures=tuple(m.group(0).replace("−", "-") for m in _FIGURE.finditer(text)),
-            dates=tuple(dates),
+            dates=_dates(text),
             stems=frozenset(stems(text)),
             wants_facts=any(_FACT_QUESTION.search(s) for s in re.split(r"(?<=[.!?])\s+", text)),
             wants_documents=_META.search(text) is not None or _SOURCES_SAY.search(text) is not None,

@@ -186,7 +186,8 @@ class Runner:
             if not first.tool_calls:
                 return await self._final(run, model_text=first.text)
         calls, dropped = self._decided_calls(first.tool_calls)
-        run.decided = await self.calls.run_model_calls(run, first.text, calls)
+        calls = await self._fitting(run, calls)
+        run.decided = await self.calls.run_model_calls(run, first.text, calls) if calls else []
         for extra, reason in dropped:  # recorded, never silently lost
             self.calls.drop(run, extra, reason)
         if (done := await self.steps.run(Stage.DECIDED, run, self.calls)) is not None:
@@ -280,6 +281,10 @@ class Runner:
                     self.calls.drop(run, call, "the run made this call already; its result is above")
                 else:
                     fresh.append(call)
+            if fresh and not (fresh := await self._fitting(run, fresh)):  # nothing it chose fits the request
+                if await self._search_documents(run):
+                    continue
+                return await self._final(run)
             if not fresh:  # a small model that repeats itself would do so to the round limit: answer now
                 run.tracer.record(EventKind.EVIDENCE_RULE, "Asked for the answer: the model repeated a call",
                                   detail={"reason": "every call it proposed was made before; nothing new to read"},
@@ -294,6 +299,12 @@ class Runner:
             pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
             if pending:
                 return await self._pause(run, pending)
+
+    async def _fitting(self, run: RunState, calls: list[ToolCall]) -> list[ToolCall]:
+        """The model's ``calls`` less those ``Stage.PROPOSED`` sets aside (each recorded as dropped)."""
+        run.proposed = list(calls)
+        await self.steps.run(Stage.PROPOSED, run, self.calls)
+        return run.proposed
 
     async def _search_documents(self, run: RunState) -> bool:
         """The document search of ``Stage.SEARCH`` (when nothing found anything), now; whether it searched."""

@@ -9,7 +9,7 @@ from typing import Literal
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.request import Request
 from toolcrib.agent.runs import PausedRun
-from toolcrib.models.base import Message
+from toolcrib.models.base import Message, ToolCall
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext
 from toolcrib.tools.result import CallOutcome
@@ -64,6 +64,7 @@ class RunState:
     evidence: EvidenceLedger = field(default_factory=EvidenceLedger)
     outcomes: list[CallOutcome] = field(default_factory=list)
     decided: list[CallOutcome] = field(default_factory=list)  # single mode: the outcomes of the one decision
+    proposed: list[ToolCall] = field(default_factory=list)  # the model's calls about to run (``Stage.PROPOSED``)
     rounds: int = 0
     calls: int = 0
     tokens_in: int = 0

@@ -21,8 +21,9 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Outcome
 from toolcrib.agent.calls import Calls
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
+from toolcrib.agent.fit import WRITTEN_INPUT, invented_values
 from toolcrib.agent.quotes import quoted_answer
-from toolcrib.agent.records import record_answer, table_answer, with_identifiers
+from toolcrib.agent.records import listing_answer, record_answer, table_answer, with_identifiers
 from toolcrib.agent.requested import requested_arguments
 from toolcrib.agent.smalltalk import small_talk_reply
 from toolcrib.agent.state import Mode, RunnerSettings, RunState
@@ -38,6 +39,7 @@ class StepId(StrEnum):
     SMALL_TALK = "small_talk"  # a greeting, thanks or goodbye: answered with no model call
     REFUSED_REQUEST = "refused_request"  # the request spells out a change whose values the tool cannot take
     EVIDENCE_REMINDER = "evidence_reminder"  # a direct answer with nothing found behind it: asked once more
+    INVENTED_VALUES = "invented_values"  # a lookup none of whose values the request or anything found holds
     REGROUNDED_LOOKUP = "regrounded_lookup"  # a lookup refused for an invented id, made with the request's one id
     REFUSED_CHANGE = "refused_change"  # the one call was a change the gate refused: said so by code
     PLANNED_LOOKUPS = "planned_lookups"  # the obvious lookups the model left out
@@ -59,6 +61,7 @@ class Stage(StrEnum):
     """Where in a run a step runs."""
 
     REQUEST = "request"  # before the model is asked
+    PROPOSED = "proposed"  # the model's calls, before they run (``RunState.proposed``)
     DECIDED = "decided"  # single mode: the model's one decision ran
     GATHER = "gather"  # the run's calls were lookups: code adds the ones left out
     RECORDS = "records"  # the answer may be the records looked up
@@ -139,6 +142,29 @@ class RefusedRequest(Step):
         return None
 
 
+class InventedValues(Step):
+    """A READ call of the model's whose every text value comes from nowhere (``fit.invented_values``)
+    is set aside before it runs, recorded as dropped with the values: the run goes on as if the model
+    had not chosen it, so a request no offered lookup fits is searched in the documents instead."""
+
+    id, stage = StepId.INVENTED_VALUES, Stage.PROPOSED
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        kept = []
+        for call in run.proposed:
+            tool = calls.tool(call.name)
+            invented = invented_values(tool, call.arguments, run.request, run.cctx.grounding) if tool else []
+            if not invented:
+                kept.append(call)
+                continue
+            reason = (f"none of its values ({', '.join(map(repr, invented))}) comes from the request or anything "
+                      "found: the call does not fit the request")
+            self.note(run, f"Set aside a call that does not fit: {call.name}", tool=call.name, reason=reason)
+            calls.drop(run, call, reason)
+        run.proposed = kept
+        return None
+
+
 class RefusedChange(Step):
     """The decision's one call was a change (WRITE/ACTUATE) the gate refused as proposed (invalid or
     invented arguments): the answer is the exact call, why, and that nothing changed. Not for a tool
@@ -162,8 +188,9 @@ class RefusedChange(Step):
 
 
 class RecordAnswer(Step):
-    """The facts of the records looked up by id (``records.record_answer``), or of one query's small
-    table (``records.table_answer``), stated by code where the request asks for them."""
+    """The facts of the records looked up by id (``records.record_answer``), of one query's small table
+    (``records.table_answer``) or of one tool's short list (``records.listing_answer``), stated by code
+    where the request asks for them."""
 
     id, stage, aid, setting = StepId.RECORD_ANSWER, Stage.RECORDS, True, "record_answers"
 
@@ -192,7 +219,9 @@ class RecordAnswer(Step):
         citation = run.evidence.citation_of(outcome.call.id)
         if tool is None or not tool.trusted or not isinstance(data, dict) or citation is None:
             return None
-        return table_answer(run.request, data, citation)
+        if "columns" in data and "rows" in data:  # a query's table
+            return table_answer(run.request, data, citation)
+        return None if WRITTEN_INPUT.intersection(tool.tags) else listing_answer(run.request, tool, data, citation)
 
 
 class DocumentSearch(Step):

@@ -200,8 +200,9 @@ class HybridRetriever:
 
     def __init__(self, index: Index, embedder: Embedder, reranker: Reranker | None = None, *,
                  weights: Mapping[str, float] | None = None, rrf_k: int = 60, candidates: int = 50,
-                 threshold: float = DEFAULT_THRESHOLD, excerpt_chars: int = 0) -> None:
+                 threshold: float = DEFAULT_THRESHOLD, excerpt_chars: int = 0, top_k: int = 5) -> None:
         self.index = index
+        self.top_k = top_k  # the passages a search tool returns at least (retrieval.top_k)
         self.embedder = embedder
         self.reranker = reranker
         self.weights = {"bm25": 1.0, "dense": 1.0, **(weights or {})}

@@ -33,13 +33,13 @@ def _vector_search(
 
     Args:
         query: what to look for, in the user's words; include exact part numbers, order ids or clause numbers.
-        top_k: how many passages to return.
+        top_k: how many passages to return (at least the workspace's retrieval.top_k).
     """
     retriever = ctx.resources.get(RETRIEVER_RESOURCE)
     if retriever is None:
         raise ToolFailed("document search is not configured in this workspace")
     try:
-        evidence = retriever.retrieve(query, ctx.principal.groups, top_k)
+        evidence = retriever.retrieve(query, ctx.principal.groups, max(top_k, getattr(retriever, "top_k", 1)))
     except Exception as exc:  # an index or embedder failure: the operator gets the reason in the log,
         # the model and the user get no internals (paths, SQL, hosts)
         log.error("vector_search failed (trace %s): %s: %s", ctx.trace_id, type(exc).__name__, exc)

@@ -8,6 +8,7 @@ principal's tenant, never from the model's arguments.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from toolcrib.errors import ConfigError, InvalidArguments, NotPermitted
 Result = dict[str, Any]
 
 STAFF_GROUPS = ("reception", "vets", "manager")
+_TITLES = frozenset({"dr", "doctor", "vet", "mr", "mrs", "ms"})  # words of a vet's name that pick no vet
 APPOINTMENT = Identifier(shape=r"(?i:APT-\d+)")
 PET = Identifier(shape=r"(?i:PET-\d+)")
 MEDICINE = Identifier(shape=r"(?i:RX-\d+)")
@@ -150,16 +152,17 @@ def find_free_slots(date: str, ctx: ToolContext, vet: str = "") -> Result:
 
     Args:
         date: the day, for example 2030-01-31.
-        vet: words from the vet's name, for example "Patel"; empty for every vet.
+        vet: the vet's name or surname, for example "Patel"; empty for every vet.
     """
     try:
         day = datetime.fromisoformat(date.strip()[:10]).date().isoformat()
     except ValueError:
         raise InvalidArguments(f"'date' must be a day like 2030-01-31, not {date!r}") from None
+    words = [w for w in re.findall(r"[^\W\d_]+", vet) if w.casefold() not in _TITLES]  # "Dr. Murphy": Murphy
     with _connect(ctx) as conn:
         rows = conn.execute("SELECT vet, starts_at FROM slots WHERE free = 1 AND starts_at LIKE ? "
-                            "AND vet LIKE ? ORDER BY starts_at, vet",
-                            (f"{day}T%", f"%{vet.strip()}%")).fetchall()
+                            "ORDER BY starts_at, vet", (f"{day}T%",)).fetchall()
+    rows = [r for r in rows if all(w.casefold() in r["vet"].casefold() for w in words)]
     return {"date": day, "vet": vet.strip() or "any", "count": len(rows), "free_slots": [dict(r) for r in rows]}
 
 

@@ -1,0 +1,49 @@
+"""Whether a lookup the model proposed fits the request: do its values come from anywhere?
+
+A small model offered a lookup that takes free values (a day, a name) fills them with its own when the
+request is about something else: "What are the opening hours on Saturdays?" becomes
+``find_free_slots(date="2023-04-15", vet="Dr. Smith")``, and the answer is written from a result about
+nothing that was asked. A call whose every text value appears neither in the request (as written, as
+its words, or as a date it gives) nor in anything the run found did not come from the request: it is
+set aside, and the run goes on as if the model had chosen nothing (code searches the documents).
+Identifiers are the gate's to check (``Identifier``); queries a model writes (a search, SQL, code) are
+its own words by design, so their tools are not judged here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from typing import Any
+
+from toolcrib.agent.request import Request
+from toolcrib.sql.tool import SQL_RESOURCE
+from toolcrib.text import STOP_WORDS, stems
+from toolcrib.tools.grounding import Grounding
+from toolcrib.tools.tool import Effect, Tool
+
+WRITTEN_INPUT = frozenset({"retrieval", "web", "analysis", SQL_RESOURCE})  # tools whose input the model writes
+
+
+def invented_values(tool: Tool, arguments: Mapping[str, Any], request: Request, grounding: Grounding) -> list[str]:
+    """The text values of a READ call to ``tool`` when not one of them comes from the request or
+    anything the run found; [] when one does, when it has none, or when the tool is not judged here."""
+    if tool.effect is not Effect.READ or WRITTEN_INPUT.intersection(tool.tags):
+        return []
+    values = [v.strip() for k, v in arguments.items()
+              if k not in tool.identifiers and isinstance(v, str) and v.strip()]
+    if not values or any(_comes_from(v, request, grounding) for v in values):
+        return []
+    return values
+
+
+def _comes_from(value: str, request: Request, grounding: Grounding) -> bool:
+    if grounding.contains(value):
+        return True
+    asked = {w[:4] for w in request.stems if len(w) >= 3 and w not in STOP_WORDS}
+    if any(w[:4] in asked for w in stems(value) if len(w) >= 3 and w not in STOP_WORDS):  # "shipping", "ship"
+        return True
+    try:  # a day, or a day and time, that the request gives ("8 December 2026" as 2026-12-08T09:00)
+        return date.fromisoformat(value[:10]) in request.dates
+    except ValueError:
+        return False
