@@ -40,6 +40,8 @@ def test_a_name_written_short_is_resolved_to_the_one_value_that_contains_it(db: 
     assert result["resolved"] == {"Vogel Präzisionsteile": "Vogel Präzisionsteile GmbH"}
     by_param = db.query("SELECT COUNT(*) FROM contracts c WHERE c.provider = ?", ["harbourline"])
     assert by_param["rows"] == [[1]] and by_param["resolved"] == {"harbourline": "Harbourline Plastics Ltd"}
+    plural = db.query("SELECT COUNT(*) FROM contracts WHERE provider = 'Harbourline Plastics Ltds'")
+    assert plural["rows"] == [[1]] and plural["resolved"] == {"Harbourline Plastics Ltds": "Harbourline Plastics Ltd"}
 
 
 def test_an_ambiguous_or_exact_or_absent_name_is_left_as_written(db: SQLiteReadOnly) -> None:

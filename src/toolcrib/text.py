@@ -44,8 +44,8 @@ def spaced(text: str) -> str:
 def stem(word: str) -> str:
     """``word`` without a common English ending ("reserving" -> "reserv"); short words kept whole."""
     for ending in _ENDINGS:
-        if len(word) > len(ending) + 2 and word.endswith(ending):
-            return word[: -len(ending)]
+        if len(word) > len(ending) + 2 and word.endswith(ending) and not (ending == "ed" and word.endswith("eed")):
+            return word[: -len(ending)]  # "breed" and "speed" are no past tense
     return word
 
 

@@ -2,9 +2,10 @@
 
 A user who asks for a live reading, and may only read the archive, should hear that the live reading
 is not theirs to take, not only the archived value. A tool that changes something (WRITE or ACTUATE)
-is named when the policy does not offer it to the principal and the request holds the first word of
-its name (its verb: "set" for set_supply_voltage, "live" for live_read_temperature) and a word of its
-name that no tool they may use has in its own ("What is the supply voltage?" names no verb of it).
+is named when the policy does not offer it to the principal and the request holds its verb (the first
+word of its name or of its description: "set" for set_supply_voltage, "order" for reorder_medicine,
+"Order more packs of a medicine") and another word of its name or description that no tool they may
+use has in its own name ("What is the supply voltage?" names no verb of it).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Iterable
 from toolcrib.agent.request import Request
 from toolcrib.text import stems
 from toolcrib.tools.tool import Effect, Tool, name_words
+
+_VAGUE = stems("a an the of to and or for from its it their this that one more some any with on in")
 
 
 def _name_words(tool: Tool) -> list[str]:
@@ -32,7 +35,9 @@ def unavailable_asked(request: Request, tools: Iterable[Tool], usable: Iterable[
         words = _name_words(tool)
         if tool.effect is Effect.READ or tool.name in usable_names or not words:
             continue
-        if stems(words[0]) <= asked and (stems(" ".join(words)) - theirs) & asked:
+        summary = tool.summary.lower()
+        verbs = stems(words[0]) | stems(summary.split(" ", 1)[0])  # "reorder", or its summary's "Order ..."
+        if verbs & asked and (stems(" ".join([*words, summary])) - theirs - _VAGUE) & asked - verbs:
             named.append(tool)
     return named
 

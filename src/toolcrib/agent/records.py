@@ -95,11 +95,13 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
 
 def listing_answer(request: Request, tool: Tool, data: Mapping[str, Any], citation: str) -> str | None:
     """The answer code writes from a tool's result that lists a few records (``{"free_slots": [{...},
-    ...], "count": 3}``): the list as ``table_answer`` states a table, under the tool's name. None when
-    the result is not one such list, or the request asks for anything the tool and its result do not
-    cover (``unanswered_words``)."""
+    ...], "count": 3}``): the list as ``table_answer`` states a table, under the tool's name. None for a
+    lookup of one record by its identifier (its lists are the record's own), when the result is not one
+    such list, or when the request asks for anything the tool and its result do not cover
+    (``unanswered_words``)."""
     lists = [v for v in data.values() if isinstance(v, list)]
-    if len(lists) != 1 or not lists[0] or not all(isinstance(r, Mapping) and _flat(r) for r in lists[0]):
+    if (tool.lookup_key() is not None or len(lists) != 1 or not lists[0]
+            or not all(isinstance(r, Mapping) and _flat(r) for r in lists[0])):
         return None
     items: list[Mapping[str, Any]] = lists[0]
     columns = list(dict.fromkeys(k for item in items for k in item))

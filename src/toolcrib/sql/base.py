@@ -12,14 +12,10 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, NotRequired, TypedDict
 
-from sqlglot import exp
-
 from toolcrib.errors import InvalidArguments
 from toolcrib.sql.guard import CheckedQuery, check_select, fold_allowlist
 from toolcrib.sql.names import is_empty, resolve_names
 from toolcrib.sql.unsaid import Grounded, drop_unsaid_filters
-
-_FEW_VALUES, _SHORT_VALUE = 8, 24  # a column's values the schema text lists: at most this many, this long
 
 Param = str | int | float | None
 
@@ -166,31 +162,11 @@ class ReadOnlySQL(ABC):
         schema = self.schema()
         lines = [f"Tables you can query ({self.dialect_label()}):"]
         for name in sorted(schema.columns):
-            cols = ", ".join(f"{c} {t}".strip() + self._values_hint(name, c, t) for c, t in schema.columns[name])
+            cols = ", ".join(f"{c} {t}".strip() for c, t in schema.columns[name])
             kind = " (view)" if _has_view(schema, name, self.dialect) else ""
             lines.append(f"- {name}{kind}({cols})")
         lines.append(f"Parameters: {self.placeholder_hint}; never put values into the SQL text.")
         return "\n".join(lines)
-
-    def _values_hint(self, table: str, column: str, type_: str) -> str:
-        """`` ('a', 'b')``: the values of a text column that holds only a few short words, some repeated
-        (a status, a category, a region), so a query compares with what the data holds ("surgery",
-        not "surgeries"); '' for any other column."""
-        if type_ and not any(word in type_.upper() for word in ("CHAR", "TEXT", "CLOB", "STRING")):
-            return ""
-        col = exp.to_identifier(column).sql(dialect=self.dialect)
-        sql = (f"SELECT {col}, COUNT(*) FROM {exp.to_table(table).sql(dialect=self.dialect)} "
-               f"WHERE {col} IS NOT NULL GROUP BY {col} LIMIT {_FEW_VALUES + 1}")
-        try:
-            self.check(sql)
-            rows = self.execute_unchecked(sql)["rows"]
-        except Exception:  # a hint, never a reason for the tool to fail
-            return ""
-        values = [str(row[0]) for row in rows]
-        if (not 1 < len(values) <= _FEW_VALUES or all(row[1] == 1 for row in rows)
-                or any(len(v) > _SHORT_VALUE or v[:1].isdigit() for v in values)):  # not dates or figures
-            return ""
-        return " (" + ", ".join(f"'{v}'" for v in values) + ")"
 
     def dialect_label(self) -> str:
         return "SQLite"

@@ -1,11 +1,12 @@
 """Names written short: a query that found nothing because it compared a column to part of a value.
 
 A model asks for ``provider = 'Norden Präzisionsteile'`` when the table holds "Norden Präzisionsteile
-GmbH", and the sum comes back NULL: a confident wrong answer of zero. When a query's result is empty
+GmbH", or ``category = 'vaccinations'`` when it holds "vaccination", and the sum comes back NULL: a
+confident wrong answer of zero. When a query's result is empty
 (no rows, or only NULLs and zeros), each comparison of a column to a text (a literal, or the query's
 only parameter) is looked up in that column: a value that contains the text, when exactly one does,
-replaces it, and the query runs again. The result says what was resolved, so the answer and the
-trace can show it; two or more candidates leave the query as written.
+replaces it (else one that contains the text's stem), and the query runs again. The result says what
+was resolved, so the answer and the trace can show it; two or more candidates leave the query as written.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+
+from toolcrib.text import stem
 
 # (table as SQL, column as SQL, text) -> the distinct values of that column containing the text
 Candidates = Callable[[str, str, str], list[str]]
@@ -57,7 +60,10 @@ def resolve_names(sql: str, params: Sequence[Any], dialect: str,
         if len(text.strip()) < 3:
             continue
         name = exp.Table(this=table.this.copy(), db=table.args.get("db"))
-        found = candidates(name.sql(dialect=dialect), exp.column(column.name).sql(dialect=dialect), text)
+        table_sql, column_sql = name.sql(dialect=dialect), exp.column(column.name).sql(dialect=dialect)
+        found = candidates(table_sql, column_sql, text)
+        if not found and len(stem(text)) >= 4 and stem(text) != text:  # "vaccinations" for "vaccination"
+            found = candidates(table_sql, column_sql, stem(text))
         if len(found) != 1 or found[0] == text:
             continue
         resolved[text] = found[0]
