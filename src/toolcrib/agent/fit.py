@@ -6,13 +6,13 @@ request is about something else: "What are the opening hours on Saturdays?" beco
 nothing that was asked. A call whose every text value appears neither in the request (as written, as
 its words, or as a date it gives) nor in anything the run found did not come from the request: it is
 set aside, and the run goes on as if the model had chosen nothing (code searches the documents).
-Identifiers are the gate's to check (``Identifier``); queries a model writes (a search, SQL, code) are
-its own words by design, so their tools are not judged here.
+Identifiers are the gate's to check (``Identifier``); what a model writes into a built-in search, SQL
+query or program is its own words by design, so those tools are not judged here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from datetime import date
 from typing import Any
 
@@ -32,16 +32,19 @@ def invented_values(tool: Tool, arguments: Mapping[str, Any], request: Request, 
         return []
     values = [v.strip() for k, v in arguments.items()
               if k not in tool.identifiers and isinstance(v, str) and v.strip()]
-    if not values or any(_comes_from(v, request, grounding) for v in values):
+    asked = _prefixes(request.stems)
+    if not values or any(_comes_from(v, request, asked, grounding) for v in values):
         return []
     return values
 
 
-def _comes_from(value: str, request: Request, grounding: Grounding) -> bool:
-    if grounding.contains(value):
-        return True
-    asked = {w[:4] for w in request.stems if len(w) >= 3 and w not in STOP_WORDS}
-    if any(w[:4] in asked for w in stems(value) if len(w) >= 3 and w not in STOP_WORDS):  # "shipping", "ship"
+def _prefixes(words: Set[str]) -> set[str]:
+    """Words by their first four letters ("shipping" and "ship" meet), less short and stop words."""
+    return {w[:4] for w in words if len(w) >= 3 and w not in STOP_WORDS}
+
+
+def _comes_from(value: str, request: Request, asked: set[str], grounding: Grounding) -> bool:
+    if grounding.contains(value) or _prefixes(stems(value)) & asked:
         return True
     try:  # a day, or a day and time, that the request gives ("8 December 2026" as 2026-12-08T09:00)
         return date.fromisoformat(value[:10]) in request.dates

@@ -52,7 +52,7 @@ _WRITTEN_DATE = re.compile(rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+
 
 
 def _dates(text: str) -> tuple[date, ...]:
-    """The dates ``text`` gives with their year, ISO or written out, in order, once each."""
+    """The dates ``text`` gives with their year, ISO ones first, then those written out; once each."""
     found: list[date] = []
     for iso in _ISO_DATE.findall(text):
         try:
