@@ -31,7 +31,7 @@ def find_free_slots(date: str, vet: str = "") -> dict[str, Any]:
 def search_docs(query: str) -> dict[str, Any]:
     """Search the clinic's documents."""
     RAN.append(f"search_docs {query}")
-    return {"notes": ["Saturday: 09:00 to 13:00."]}
+    return {"notes": ["Public holidays: 10:00 to 12:00."]}
 
 
 @tool(effect=Effect.WRITE)
@@ -53,12 +53,12 @@ def runner(replies: list[Any], tracer: Tracer) -> Runner:
 
 
 def test_values_from_nowhere_are_invented_and_values_from_the_request_are_not() -> None:
-    ask = Request.parse("What are the opening hours on Saturdays?")
+    ask = Request.parse("When does the front desk open on public holidays?")
     assert invented_values(find_free_slots, {"date": "2023-04-15", "vet": "Dr. Smith"}, ask, Grounding(ask.text)) \
         == ["2023-04-15", "Dr. Smith"]
-    day = Request.parse("Does Dr Murphy have any free slots on 8 December 2026?")
-    assert invented_values(find_free_slots, {"date": "2026-12-08", "vet": ""}, day, Grounding(day.text)) == []
-    assert invented_values(find_free_slots, {"date": "2026-12-09", "vet": "Dr Sean Murphy"}, day,
+    day = Request.parse("Has Dr Murphy anything open on 3 March 2030?")
+    assert invented_values(find_free_slots, {"date": "2030-03-03", "vet": ""}, day, Grounding(day.text)) == []
+    assert invented_values(find_free_slots, {"date": "2030-03-04", "vet": "Dr Sean Murphy"}, day,
                            Grounding(day.text)) == []  # a word of the request ("Murphy")
     # a change is the gate's and the approver's to judge; a query is the model's own words by design
     assert invented_values(reorder_medicine, {"code": "X"}, ask, Grounding(ask.text)) == []
@@ -67,33 +67,33 @@ def test_values_from_nowhere_are_invented_and_values_from_the_request_are_not() 
 def test_a_lookup_that_does_not_fit_is_set_aside_and_the_documents_are_searched() -> None:
     tracer = Tracer()
     invented = {"tool_calls": [{"name": "find_free_slots", "arguments": {"date": "2023-04-15", "vet": "Dr. Smith"}}]}
-    answer = runner([invented, "On Saturdays the clinic opens 09:00 to 13:00 [search_docs#1]."], tracer).ask(
-        "What are the opening hours on Saturdays?", USER)
+    answer = runner([invented, "On public holidays the desk opens 10:00 to 12:00 [search_docs#1]."], tracer).ask(
+        "When does the front desk open on public holidays?", USER)
     assert not any(r.startswith("find_free_slots") for r in RAN)  # never run
     assert ("find_free_slots", "dropped") in [(c["name"], c["status"]) for c in answer.refused]
     assert any(e.rule == StepId.INVENTED_VALUES for e in tracer.events)
-    assert any(e.kind == EventKind.CODE_SEARCH for e in tracer.events) and "09:00" in answer.text
+    assert any(e.kind == EventKind.CODE_SEARCH for e in tracer.events) and "10:00" in answer.text
 
 
 def test_a_short_list_a_tool_returns_is_stated_by_code() -> None:
     tracer = Tracer()
-    call = {"tool_calls": [{"name": "find_free_slots", "arguments": {"date": "2026-12-09"}}]}
+    call = {"tool_calls": [{"name": "find_free_slots", "arguments": {"date": "2030-01-15"}}]}
     r = runner([call], tracer)
-    answer = r.ask("Which appointment slots are free on 2026-12-09?", USER)
-    assert "Dr Ana Costa" in answer.text and "2026-12-09T14:30" in answer.text
+    answer = r.ask("Which slots are free on 2030-01-15?", USER)
+    assert "Dr Ana Costa" in answer.text and "2030-01-15T14:30" in answer.text
     assert [c.id for c in answer.citations] == ["find_free_slots#1"]
     assert any(e.rule == StepId.RECORD_ANSWER for e in tracer.events)
 
 
 def test_dates_written_out_with_their_year_are_dates_the_request_gives() -> None:
-    assert Request.parse("free on 8 December 2026 or 2026-12-09?").dates == (date(2026, 12, 9), date(2026, 12, 8))
-    assert Request.parse("on December 8, 2026").dates == (date(2026, 12, 8),)
-    assert Request.parse("on 31 February 2026, or on 8 December").dates == ()  # no such day; no year
+    assert Request.parse("open on 3 March 2030 or 2030-03-04?").dates == (date(2030, 3, 4), date(2030, 3, 3))
+    assert Request.parse("on March 3, 2030").dates == (date(2030, 3, 3),)
+    assert Request.parse("on 31 February 2030, or on 3 March").dates == ()  # no such day; no year
 
 
 def test_a_change_the_user_may_not_make_is_named_by_what_its_description_says_it_does() -> None:
     usable = [lookup_medicine]
-    assert unavailable_asked(Request.parse("Order 10 more packs of RX-104."), [reorder_medicine, lookup_medicine],
+    assert unavailable_asked(Request.parse("Please order 4 more packs of MED-9."), [reorder_medicine, lookup_medicine],
                              usable) == [reorder_medicine]
-    assert unavailable_asked(Request.parse("How many packs of RX-104 are in stock?"), [reorder_medicine],
+    assert unavailable_asked(Request.parse("How many packs of MED-9 are left?"), [reorder_medicine],
                              usable) == []

@@ -3,8 +3,8 @@
 A user who asks for a live reading, and may only read the archive, should hear that the live reading
 is not theirs to take, not only the archived value. A tool that changes something (WRITE or ACTUATE)
 is named when the policy does not offer it to the principal and the request holds its verb (the first
-word of its name or of its description: "set" for set_supply_voltage, "order" for reorder_medicine,
-"Order more packs of a medicine") and another word of its name or description that no tool they may
+word of its name or of its description: "set" for set_supply_voltage, "order" for restock_item,
+"Order more units of an item") and another word of its name or description that no tool they may
 use has in its own name ("What is the supply voltage?" names no verb of it).
 """
 
@@ -36,7 +36,7 @@ def unavailable_asked(request: Request, tools: Iterable[Tool], usable: Iterable[
         if tool.effect is Effect.READ or tool.name in usable_names or not words:
             continue
         summary = tool.summary.lower()
-        verbs = stems(words[0]) | stems(summary.split(" ", 1)[0])  # "reorder", or its summary's "Order ..."
+        verbs = stems(words[0]) | stems(summary.split(" ", 1)[0])  # "restock", or its summary's "Order ..."
         if verbs & asked and (stems(" ".join([*words, summary])) - theirs - _VAGUE) & asked - verbs:
             named.append(tool)
     return named

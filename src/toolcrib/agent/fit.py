@@ -1,8 +1,8 @@
 """Whether a lookup the model proposed fits the request: do its values come from anywhere?
 
 A small model offered a lookup that takes free values (a day, a name) fills them with its own when the
-request is about something else: "What are the opening hours on Saturdays?" becomes
-``find_free_slots(date="2023-04-15", vet="Dr. Smith")``, and the answer is written from a result about
+request is about something else: "When does the desk open on public holidays?" becomes
+``find_free_times(day="2023-04-15", person="Dr. Smith")``, and the answer is written from a result about
 nothing that was asked. A call whose every text value appears neither in the request (as written, as
 its words, or as a date it gives) nor in anything the run found did not come from the request: it is
 set aside, and the run goes on as if the model had chosen nothing (code searches the documents).
@@ -46,7 +46,7 @@ def _prefixes(words: Set[str]) -> set[str]:
 def _comes_from(value: str, request: Request, asked: set[str], grounding: Grounding) -> bool:
     if grounding.contains(value) or _prefixes(stems(value)) & asked:
         return True
-    try:  # a day, or a day and time, that the request gives ("8 December 2026" as 2026-12-08T09:00)
+    try:  # a day, or a day and time, that the request gives ("3 March 2030" as 2030-03-03T09:00)
         return date.fromisoformat(value[:10]) in request.dates
     except ValueError:
         return False

@@ -1,7 +1,7 @@
 """Names written short: a query that found nothing because it compared a column to part of a value.
 
 A model asks for ``provider = 'Norden Präzisionsteile'`` when the table holds "Norden Präzisionsteile
-GmbH", or ``category = 'vaccinations'`` when it holds "vaccination", and the sum comes back NULL: a
+GmbH", or ``category = 'invoices'`` when it holds "invoice", and the sum comes back NULL: a
 confident wrong answer of zero. When a query's result is empty
 (no rows, or only NULLs and zeros), each comparison of a column to a text (a literal, or the query's
 only parameter) is looked up in that column: a value that contains the text, when exactly one does,
@@ -62,7 +62,7 @@ def resolve_names(sql: str, params: Sequence[Any], dialect: str,
         name = exp.Table(this=table.this.copy(), db=table.args.get("db"))
         table_sql, column_sql = name.sql(dialect=dialect), exp.column(column.name).sql(dialect=dialect)
         found = candidates(table_sql, column_sql, text)
-        if not found and len(stem(text)) >= 4 and stem(text) != text:  # "vaccinations" for "vaccination"
+        if not found and len(stem(text)) >= 4 and stem(text) != text:  # "invoices" for "invoice"
             found = candidates(table_sql, column_sql, stem(text))
         if len(found) != 1 or found[0] == text:
             continue
