@@ -32,8 +32,10 @@ def invented_values(tool: Tool, arguments: Mapping[str, Any], request: Request, 
         return []
     values = [v.strip() for k, v in arguments.items()
               if k not in tool.identifiers and isinstance(v, str) and v.strip()]
+    if not values:
+        return []
     asked = _prefixes(request.stems)
-    if not values or any(_comes_from(v, request, asked, grounding) for v in values):
+    if any(_comes_from(v, request, asked, grounding) for v in values):
         return []
     return values
 

@@ -58,10 +58,9 @@ def record_answer(request: Request, lookups: Sequence[LookedUp]) -> str | None:
         return None
     if any(not _flat(item.record) or item.record.get("found") is False for item in lookups):
         return None
-    asked = request.stems - _ASKING
-    if len(unanswered_words(request.stems, lookups)) > (1 if len(asked) >= 3 else 0):
+    if _asks_beyond(request, lookups):
         return None
-    return "\n".join(_sentence(item, asked) for item in lookups)
+    return "\n".join(_sentence(item, request.stems - _ASKING) for item in lookups)
 
 
 def table_answer(request: Request, data: Mapping[str, Any], citation: str, label: str = "Query result") -> str | None:
@@ -105,8 +104,7 @@ def listing_answer(request: Request, tool: Tool, data: Mapping[str, Any], citati
         return None
     items: list[Mapping[str, Any]] = lists[0]
     columns = list(dict.fromkeys(k for item in items for k in item))
-    asked = request.stems - _ASKING
-    if len(unanswered_words(request.stems, [LookedUp(tool, "", data, citation)])) > (1 if len(asked) >= 3 else 0):
+    if _asks_beyond(request, [LookedUp(tool, "", data, citation)]):
         return None
     table = {"columns": [c.replace("_", " ") for c in columns],
              "rows": [[item.get(c) for c in columns] for item in items]}
@@ -120,6 +118,13 @@ def _cell(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def _asks_beyond(request: Request, lookups: Sequence[LookedUp]) -> bool:
+    """Whether ``request`` asks for more than ``lookups`` hold: a word none covers (one is let pass in a
+    request of three or more content words: a word of its own phrasing)."""
+    asked = request.stems - _ASKING
+    return len(unanswered_words(request.stems, lookups)) > (1 if len(asked) >= 3 else 0)
 
 
 def unanswered_words(asked: Set[str], lookups: Sequence[LookedUp]) -> set[str]:

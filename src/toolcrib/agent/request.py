@@ -45,10 +45,10 @@ _FIGURE = re.compile(r"(?<![\w.-])[-−]?\d+(?:\.\d+)?(?![\w-])")
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
-# a date written out with its year: "8 December 2026", "8th Dec 2026", "December 8, 2026"
-_WRITTEN_DATE = re.compile(rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
-                           rf"|{_MONTH.replace('month', 'month2')}\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?,?)"
-                           r"\s+(?P<year>\d{4})\b", re.IGNORECASE)
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+# a date written out with its year: "8 December 2026", "8th of Dec 2026", "December 8, 2026"
+_WRITTEN_DATES = (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\s+(?P<year>\d{{4}})\b", re.IGNORECASE),
+                  re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(?P<year>\d{{4}})\b", re.IGNORECASE))
 
 
 def _dates(text: str) -> tuple[date, ...]:
@@ -59,10 +59,10 @@ def _dates(text: str) -> tuple[date, ...]:
             found.append(date.fromisoformat(iso))
         except ValueError:  # 2026-13-40: not a date
             continue
-    for m in _WRITTEN_DATE.finditer(text):
-        month = _MONTHS.index((m.group("month") or m.group("month2")).lower()[:3]) + 1
+    for m in (m for pattern in _WRITTEN_DATES for m in pattern.finditer(text)):
+        month = _MONTHS.index(m.group("month").lower()[:3]) + 1
         try:
-            found.append(date(int(m.group("year")), month, int(m.group("day") or m.group("day2"))))
+            found.append(date(int(m.group("year")), month, int(m.group("day"))))
         except ValueError:  # 31 February
             continue
     return tuple(dict.fromkeys(found))

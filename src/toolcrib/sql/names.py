@@ -62,8 +62,8 @@ def resolve_names(sql: str, params: Sequence[Any], dialect: str,
         name = exp.Table(this=table.this.copy(), db=table.args.get("db"))
         table_sql, column_sql = name.sql(dialect=dialect), exp.column(column.name).sql(dialect=dialect)
         found = candidates(table_sql, column_sql, text)
-        if not found and len(stem(text)) >= 4 and stem(text) != text:  # "invoices" for "invoice"
-            found = candidates(table_sql, column_sql, stem(text))
+        if not found and len(short := stem(text)) >= 4 and short != text:  # "invoices" for "invoice"
+            found = candidates(table_sql, column_sql, short)
         if len(found) != 1 or found[0] == text:
             continue
         resolved[text] = found[0]

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from toolcrib import Effect, Identifier, ToolContext, tool
-from toolcrib.errors import ConfigError, InvalidArguments, NotPermitted
+from toolcrib.errors import InvalidArguments, NotPermitted
+from toolcrib.tools.database import connect
 
 Result = dict[str, Any]
 
@@ -28,30 +26,6 @@ _TITLES = frozenset({"dr", "doctor", "vet", "mr", "mrs", "ms"})  # words of a ve
 APPOINTMENT = Identifier(shape=r"(?i:APT-\d+)")
 PET = Identifier(shape=r"(?i:PET-\d+)")
 MEDICINE = Identifier(shape=r"(?i:RX-\d+)")
-
-
-@contextmanager
-def _connect(ctx: ToolContext, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-    """A connection to the workspace database: read-only unless ``write``; commits on success."""
-    db = ctx.resources.get("db")
-    if db is None:
-        raise ConfigError("the clinic tools need the database path in ToolContext.resources['db']",
-                          key="data.database")
-    uri = Path(db).resolve().as_uri() + ("?mode=rw" if write else "?mode=ro")
-    conn = sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    try:
-        if write:
-            conn.execute("BEGIN IMMEDIATE")
-        yield conn
-        if write:
-            conn.execute("COMMIT")
-    except BaseException:
-        if write and conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    finally:
-        conn.close()
 
 
 def _norm(value: str) -> str:
@@ -89,7 +63,7 @@ def lookup_appointment(appointment_id: Annotated[str, APPOINTMENT], ctx: ToolCon
         appointment_id: the appointment id, for example "APT-0000".
     """
     aid = _norm(appointment_id)
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute(
             "SELECT a.appointment_id, a.pet_id, p.name AS pet_name, p.owner_account, a.vet, a.starts_at, "
             "s.name AS service, a.status FROM appointments a JOIN pets p ON p.pet_id = a.pet_id "
@@ -111,7 +85,7 @@ def lookup_pet(pet_id: Annotated[str, PET], ctx: ToolContext) -> Result:
         pet_id: the pet's id, for example "PET-000".
     """
     pid = _norm(pet_id)
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = _visible_pet(conn, pid, ctx)
         if row is None:
             return {"found": False, "pet_id": pid, "message": f"No pet {pid} on your account."}
@@ -133,7 +107,7 @@ def lookup_medicine(code: Annotated[str, MEDICINE], ctx: ToolContext) -> Result:
         code: the dispensary code, for example "RX-000".
     """
     code = _norm(code)
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT code, name, pack, price_gbp, prescription_only, controlled, stock_packs, shelf "
                            "FROM medicines WHERE code = ?", (code,)).fetchone()
     if row is None:
@@ -159,7 +133,7 @@ def find_free_slots(date: str, ctx: ToolContext, vet: str = "") -> Result:
     except ValueError:
         raise InvalidArguments(f"'date' must be a day like 2030-01-31, not {date!r}") from None
     words = [w for w in re.findall(r"[^\W\d_]+", vet) if w.casefold() not in _TITLES]  # "Dr. Murphy": Murphy
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         rows = conn.execute("SELECT vet, starts_at FROM slots WHERE free = 1 AND starts_at LIKE ? "
                             "ORDER BY starts_at, vet", (f"{day}T%",)).fetchall()
     rows = [r for r in rows if all(w.casefold() in r["vet"].casefold() for w in words)]
@@ -167,21 +141,21 @@ def find_free_slots(date: str, ctx: ToolContext, vet: str = "") -> Result:
 
 
 def _slot_version(values: dict[str, Any], ctx: ToolContext) -> str:
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT free FROM slots WHERE vet = ? AND starts_at = ?",
                            (str(values["vet"]).strip(), _parse_start(str(values["start"])))).fetchone()
     return "missing" if row is None else str(row["free"])
 
 
 def _appointment_version(values: dict[str, Any], ctx: ToolContext) -> str:
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT status, version FROM appointments WHERE appointment_id = ?",
                            (_norm(str(values["appointment_id"])),)).fetchone()
     return "missing" if row is None else f"{row['status']}|{row['version']}"
 
 
 def _medicine_version(values: dict[str, Any], ctx: ToolContext) -> str:
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT stock_packs FROM medicines WHERE code = ?",
                            (_norm(str(values["code"])),)).fetchone()
     return "missing" if row is None else str(row["stock_packs"])
@@ -201,7 +175,7 @@ def book_appointment(pet_id: Annotated[str, PET], vet: str, start: str, ctx: Too
         service_code: what the visit is for, a code from the services table (default a consultation).
     """
     pid, when, vet = _norm(pet_id), _parse_start(start), vet.strip()
-    with _connect(ctx, write=True) as conn:
+    with connect(ctx, write=True) as conn:
         if _visible_pet(conn, pid, ctx) is None:
             return {"booked": False, "found": False, "pet_id": pid, "message": f"No pet {pid} on your account."}
         slot = conn.execute("SELECT free FROM slots WHERE vet = ? AND starts_at = ?", (vet, when)).fetchone()
@@ -223,7 +197,7 @@ def cancel_appointment(appointment_id: Annotated[str, APPOINTMENT], ctx: ToolCon
         appointment_id: the appointment id, for example "APT-0000".
     """
     aid = _norm(appointment_id)
-    with _connect(ctx, write=True) as conn:
+    with connect(ctx, write=True) as conn:
         row = conn.execute("SELECT a.status, a.vet, a.starts_at, p.owner_account FROM appointments a "
                            "JOIN pets p ON p.pet_id = a.pet_id WHERE a.appointment_id = ?", (aid,)).fetchone()
         if row is None or (not _is_staff(ctx) and row["owner_account"] != ctx.principal.tenant):
@@ -257,7 +231,7 @@ def reorder_medicine(code: Annotated[str, MEDICINE], packs: Annotated[int, Field
     """
     _check_orderer({}, ctx)
     code = _norm(code)
-    with _connect(ctx, write=True) as conn:
+    with connect(ctx, write=True) as conn:
         if conn.execute("SELECT 1 FROM medicines WHERE code = ?", (code,)).fetchone() is None:
             return {"ordered": False, "found": False, "code": code, "message": f"No medicine {code}; nothing ordered."}
         cur = conn.execute("INSERT INTO reorders (code, packs, ordered_by, created_at) VALUES (?, ?, ?, ?)",

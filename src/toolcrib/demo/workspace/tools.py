@@ -8,17 +8,14 @@ runtime holds those until a person approves the exact call. A lookup that finds 
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from toolcrib import Effect, Identifier, ToolContext, tool
-from toolcrib.errors import ConfigError, InvalidArguments, NotPermitted
+from toolcrib.errors import InvalidArguments, NotPermitted
+from toolcrib.tools.database import connect
 
 Result = dict[str, Any]
 
@@ -40,30 +37,6 @@ EVENT = Identifier(shape=r"(?i:EVT-\d+)")
 BOOK = Identifier(shape=r"(?i:BK-\d+)")
 
 
-@contextmanager
-def _connect(ctx: ToolContext, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-    """A connection to the workspace database: read-only unless ``write``; commits on success."""
-    db = ctx.resources.get("db")
-    if db is None:
-        raise ConfigError("the demo tools need the database path in ToolContext.resources['db']",
-                          key="data.database")
-    uri = Path(db).resolve().as_uri() + ("?mode=rw" if write else "?mode=ro")
-    conn = sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None)  # transactions are explicit
-    conn.row_factory = sqlite3.Row
-    try:
-        if write:
-            conn.execute("BEGIN IMMEDIATE")
-        yield conn
-        if write:
-            conn.execute("COMMIT")
-    except BaseException:
-        if write and conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    finally:
-        conn.close()
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -83,7 +56,7 @@ def lookup_part(part_number: Annotated[str, PART], ctx: ToolContext) -> Result:
         part_number: the exact part number from the parts list, for example "XYZ-1234".
     """
     pn = _norm(part_number)
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT part_number, name, price_usd, supplier FROM parts WHERE part_number = ?",
                            (pn,)).fetchone()
     if row is None:
@@ -102,7 +75,7 @@ def lookup_stock(part_number: Annotated[str, PART], ctx: ToolContext) -> Result:
         part_number: the exact part number, for example "XYZ-1234".
     """
     pn = _norm(part_number)
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT part_number, name, location, available FROM stock WHERE part_number = ?",
                            (pn,)).fetchone()
     if row is None:
@@ -112,7 +85,7 @@ def lookup_stock(part_number: Annotated[str, PART], ctx: ToolContext) -> Result:
 
 def _row_version(ctx: ToolContext, sql: str, key: str) -> str:
     """The current state of the row a write would change, for binding approvals to it."""
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute(sql, (_norm(key),)).fetchone()
     return "missing" if row is None else "|".join(str(v) for v in tuple(row))
 
@@ -146,7 +119,7 @@ def reserve_stock(part_number: Annotated[str, PART],
         quantity: how many units to reserve, 1 to 1000.
     """
     pn = _norm(part_number)
-    with _connect(ctx, write=True) as conn:
+    with connect(ctx, write=True) as conn:
         row = conn.execute("SELECT available FROM stock WHERE part_number = ?", (pn,)).fetchone()
         if row is None:
             return {"reserved": False, "found": False, "part_number": pn,
@@ -175,7 +148,7 @@ def get_order_status(order_id: Annotated[str, ORDER], ctx: ToolContext) -> Resul
     oid = _norm(order_id)
     if oid.isdigit():  # "order 1001", as users write it (the ORDER shape takes it)
         oid = f"ORD-{oid}"
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         # the tenant comes from the authenticated principal, never from the model's arguments
         row = conn.execute("SELECT order_id, customer, created, status, carrier, tracking, eta, items "
                            "FROM orders WHERE order_id = ? AND tenant = ?", (oid, ctx.principal.tenant)).fetchone()
@@ -202,7 +175,7 @@ def search_catalog(ctx: ToolContext, title: str = "", author: str = "") -> Resul
     """
     if not title.strip() and not author.strip():
         raise InvalidArguments("search_catalog: give a title, an author, or both")
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         rows = conn.execute(
             "SELECT book_id, title, author, copies_available, copies_total FROM catalog "
             "WHERE title LIKE ? ESCAPE '\\' AND author LIKE ? ESCAPE '\\' ORDER BY book_id LIMIT 10",
@@ -231,7 +204,7 @@ def place_hold(book_id: Annotated[str, BOOK], patron: str, ctx: ToolContext) -> 
     _check_patron({"patron": patron}, ctx)  # also when called without the gate
     bid = _norm(book_id)
     patron = patron.strip()
-    with _connect(ctx, write=True) as conn:
+    with connect(ctx, write=True) as conn:
         book = conn.execute("SELECT title, copies_available FROM catalog WHERE book_id = ?", (bid,)).fetchone()
         if book is None:
             return {"placed": False, "found": False, "book_id": bid, "message": f"No book {bid} in the catalogue."}
@@ -260,7 +233,7 @@ def query_archived_reading(channel: Annotated[str, CHANNEL], ctx: ToolContext) -
         channel: the temperature channel letter, one of A, B, C, D.
     """
     ch = _norm(channel)
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT channel, reading_c, recorded_at FROM instrument_readings WHERE channel = ? "
                            "ORDER BY recorded_at DESC LIMIT 1", (ch,)).fetchone()
     if row is None:
@@ -284,7 +257,7 @@ def live_read_temperature(channel: Annotated[str, CHANNEL], ctx: ToolContext) ->
     if ch not in TEMPERATURE_CHANNELS:
         return {"found": False, "channel": ch, "message": f"The bench has no temperature channel {ch}.",
                 "channels": list(TEMPERATURE_CHANNELS)}
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT reading_c FROM instrument_readings WHERE channel = ? "
                            "ORDER BY recorded_at DESC LIMIT 1", (ch,)).fetchone()
     value = round((row["reading_c"] if row else 21.0) + LIVE_DRIFT_C, 1)
@@ -317,7 +290,7 @@ def set_supply_voltage(channel: Annotated[str, CHANNEL],
     """
     _check_supply({"channel": channel, "volts": volts}, ctx)  # also when called without the gate
     ch = _norm(channel)
-    with _connect(ctx, write=True) as conn:
+    with connect(ctx, write=True) as conn:
         row = conn.execute("SELECT volts FROM supply_setpoints WHERE channel = ?", (ch,)).fetchone()
         previous = float(row["volts"]) if row else 0.0
         conn.execute("INSERT INTO supply_setpoints (channel, volts, output, updated_at, updated_by) "
@@ -361,7 +334,7 @@ def draft_calendar_change(event_id: Annotated[str, EVENT], new_start: str, new_e
     """
     _check_times({"new_start": new_start, "new_end": new_end}, ctx)
     eid = _norm(event_id)
-    with _connect(ctx) as conn:
+    with connect(ctx) as conn:
         row = conn.execute("SELECT event_id, title, starts_at, ends_at, owner, version FROM calendar_events "
                            "WHERE event_id = ?", (eid,)).fetchone()
     if row is None:
@@ -390,7 +363,7 @@ def apply_calendar_change(event_id: Annotated[str, EVENT], new_start: str, new_e
     _check_times({"new_start": new_start, "new_end": new_end}, ctx)
     eid = _norm(event_id)
     start, end = _fmt(new_start), _fmt(new_end)
-    with _connect(ctx, write=True) as conn:
+    with connect(ctx, write=True) as conn:
         row = conn.execute("SELECT owner, version FROM calendar_events WHERE event_id = ?", (eid,)).fetchone()
         if row is None:
             return {"applied": False, "found": False, "event_id": eid, "message": f"No calendar event {eid}."}
