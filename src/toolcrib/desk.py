@@ -5,13 +5,21 @@ duties, the hash the approver saw) and recorded in the audit, whoever asks."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from toolcrib.policy.proposals import ApprovalRefused, Proposal
+from toolcrib.errors import InvalidArguments, ToolcribError
+from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed_values
 
 if TYPE_CHECKING:
     from toolcrib.policy.principal import Principal
+    from toolcrib.tools.gate import Gate
+    from toolcrib.tools.tool import Tool
     from toolcrib.workspace import Workspace
+
+MAX_BULK = 100  # proposals decided in one bulk action
 
 
 class ApprovalDesk:
@@ -27,17 +35,38 @@ class ApprovalDesk:
         where each argument came from (an empty list: the model wrote it), warnings, what it is bound to
         (the hash and the resource version) and when it stops being decidable."""
         tool = self.ws.registry.get(proposal.tool)
+        approved = proposal.status not in ("pending", "rejected", "superseded")
+        expires = proposal.expires_at if approved and proposal.expires_at is not None else (
+            proposal.pending_until if proposal.pending_until is not None
+            else proposal.created_at + self.approvals.pending_ttl_s)
+        status = proposal.status
+        if status == "pending" and expires <= time.time():  # recorded as expired when next touched
+            status = "expired"
+        out = {"id": proposal.id, "tool": proposal.tool, "effect": tool.effect.value if tool else None,
+               "arguments": proposal.arguments, "requester": proposal.requester,
+               "requester_name": self._name(proposal.requester),
+               "tenant": proposal.tenant, "status": status, "decided_by": proposal.decided_by,
+               "decided_by_name": self._name(proposal.decided_by) if proposal.decided_by else "",
+               "reason": proposal.reason,
+               "hash": proposal.hash, "resource_version": proposal.resource_version,
+               "policy_version": proposal.policy_version, "run_id": proposal.run_id,
+               "created_at": proposal.created_at, "expires_at": expires, "supersedes": proposal.supersedes,
+               "superseded_by": proposal.superseded_by, **proposal.review.to_dict()}
+        if proposal.superseded_by and (edited := self.approvals.get(proposal.superseded_by)) is not None:
+            out["edit"] = {"by": proposal.decided_by, "by_name": self._name(proposal.decided_by),
+                           "changes": changed_values(proposal.arguments, edited.arguments),
+                           "reason": proposal.reason, "proposal_id": edited.id, "status": edited.status,
+                           "arguments": edited.arguments}
+        return out
+
+    def _name(self, user: str) -> str:
         users = self.ws.config.users
-        approved = proposal.expires_at is not None and proposal.status not in ("pending", "rejected")
-        expires = proposal.expires_at if approved else proposal.created_at + self.approvals.pending_ttl_s
-        return {"id": proposal.id, "tool": proposal.tool, "effect": tool.effect.value if tool else None,
-                "arguments": proposal.arguments, "requester": proposal.requester,
-                "requester_name": users[proposal.requester].name if proposal.requester in users else proposal.requester,
-                "tenant": proposal.tenant, "status": proposal.status, "decided_by": proposal.decided_by,
-                "reason": proposal.reason,
-                "hash": proposal.hash, "resource_version": proposal.resource_version,
-                "policy_version": proposal.policy_version, "run_id": proposal.run_id,
-                "created_at": proposal.created_at, "expires_at": expires, **proposal.review.to_dict()}
+        return users[user].name if user in users else user
+
+    @cached_property
+    def gate(self) -> Gate:
+        """The workspace's gate over this desk's stores: it checks an edited call as the requester's call."""
+        return self.ws.gate(approvals=self.approvals, audit=self.audit)
 
     def may_decide(self, proposal: Proposal, approver: Principal) -> bool:
         """Whether ``approver`` could approve ``proposal``: same tenant, the policy lets them approve its
@@ -64,6 +93,15 @@ class ApprovalDesk:
             return proposal
         return None
 
+    def _check(self, proposal: Proposal, approver: Principal, expected_hash: str | None) -> Tool:
+        """The proposal's tool, if ``approver`` may decide on it and was shown this very call."""
+        tool = self.ws.registry.get(proposal.tool)
+        if tool is None or not self.ws.policy.may_approve(approver, tool):
+            raise ApprovalRefused("not_an_approver", f"{approver.user_id} may not approve {proposal.tool}")
+        if expected_hash is not None and expected_hash != proposal.hash:
+            raise ApprovalRefused("stale", "the call shown to you is not this proposal's call; reload it")
+        return tool
+
     def decide(self, proposal_id: str, approver: Principal, *, reject: bool = False, reason: str = "",
                expected_hash: str | None = None) -> dict[str, Any]:
         """Approve (or reject) one proposal as ``approver``; ``expected_hash`` is the hash the approver was
@@ -73,11 +111,7 @@ class ApprovalDesk:
         if proposal is None or proposal.tenant != approver.tenant:
             raise ApprovalRefused("not_found")
         try:
-            tool = self.ws.registry.get(proposal.tool)
-            if tool is None or not self.ws.policy.may_approve(approver, tool):
-                raise ApprovalRefused("not_an_approver", f"{approver.user_id} may not approve {proposal.tool}")
-            if expected_hash is not None and expected_hash != proposal.hash:
-                raise ApprovalRefused("stale", "the call shown to you is not this proposal's call; reload it")
+            self._check(proposal, approver, expected_hash)
             if reject:
                 self.approvals.reject(proposal_id, approver, reason)
             else:
@@ -101,6 +135,74 @@ class ApprovalDesk:
                 "message": f"Approved {proposal.tool}({json.dumps(proposal.arguments, sort_keys=True)}) as "
                            f"{approver.user_id}; "
                            f"valid for {ttl:g}s, once."}
+
+    def edit(self, proposal_id: str, approver: Principal, changes: Mapping[str, Any], *, reason: str = "",
+             expected_hash: str | None = None) -> dict[str, Any]:
+        """Change some argument values of a pending proposal and approve the changed call, in one act: the
+        changed call becomes a new proposal (its own hash, the approver as the source of the changed values,
+        single use) and the original is recorded as superseded. The changed call is checked as the
+        requester's call would be (schema, domain check, authorization, envelope); a bad value raises
+        ``InvalidArguments``, refusals raise ``ApprovalRefused`` as ``decide`` does, and all are audited."""
+        proposal = self.approvals.get(proposal_id)
+        if proposal is None or proposal.tenant != approver.tenant:
+            raise ApprovalRefused("not_found")
+        try:
+            tool = self._check(proposal, approver, expected_hash)
+            unknown = sorted(set(changes) - set(tool.parameters.get("properties", {})))
+            if unknown:
+                raise InvalidArguments(f"{tool.name} has no argument {', '.join(unknown)}")
+            values, version = self.gate.admit_edit(tool, {**proposal.arguments, **changes},
+                                                   self.ws.principal(proposal.requester), self.ws.resources)
+            changed = changed_values(proposal.arguments, values)
+            if not changed:
+                raise InvalidArguments("the edit changes no value; approve the call as it is instead")
+            source = [f"approver {approver.user_id}"]
+            review = Review(proposal.review.question,
+                            {name: source if name in changed else where for name, where in
+                             {**proposal.review.provenance, **dict.fromkeys(changed, source)}.items()},
+                            [w for w in proposal.review.warnings if not any(n in w for n in changed)])
+            edited, approval = self.approvals.edit(
+                proposal_id, approver, values, version, review, reason=reason,
+                ttl_s=self.ws.config.policy.approval_ttl_s,
+                allow_self=not self.ws.config.policy.separation_of_duties)
+        except ToolcribError as refusal:
+            code = refusal.reason if isinstance(refusal, ApprovalRefused) else getattr(refusal, "code", "error")
+            self.audit.append("refused", actor=approver.user_id, decided_by="policy", tool=proposal.tool,
+                              proposal_id=proposal_id, detail={"reason": code, "decision": "edit"})
+            raise
+        self.audit.append("edited", actor=approver.user_id, decided_by="human", tool=proposal.tool,
+                          proposal_id=proposal_id, detail={"superseded_by": edited.id, "changes": changed,
+                                                           "reason": reason})
+        self.audit.append("proposed", actor=approver.user_id, decided_by="human", tool=proposal.tool,
+                          proposal_id=edited.id, detail={"arguments": values, "resource_version": version,
+                                                         "supersedes": proposal_id, "requester": proposal.requester,
+                                                         "provenance": review.provenance})
+        self.audit.append("approved", actor=approver.user_id, decided_by="human", tool=proposal.tool,
+                          proposal_id=edited.id, detail={"expires_at": approval.expires_at, "supersedes": proposal_id})
+        said = ", ".join(f"{k} {json.dumps(v['from'])} -> {json.dumps(v['to'])}" for k, v in changed.items())
+        return {"status": "approved", "proposal_id": edited.id, "supersedes": proposal_id,
+                "run_id": proposal.run_id, "expires_at": approval.expires_at, "hash": edited.hash,
+                "changes": changed, "arguments": values,
+                "message": f"Edited ({said}) and approved {proposal.tool}({json.dumps(values, sort_keys=True)}) "
+                           f"as {approver.user_id}, in place of {proposal_id}; valid for "
+                           f"{self.ws.config.policy.approval_ttl_s:g}s, once."}
+
+    def decide_many(self, decisions: Sequence[tuple[str, str | None]], approver: Principal, *,
+                    reject: bool = False, reason: str = "") -> list[dict[str, Any]]:
+        """Approve (or reject) several proposals in one action: each ``(proposal_id, expected_hash)`` is
+        decided on its own (its own hash, resource version, expiry and audit record); one refusal does not
+        stop the others. Each result is ``decide``'s, or ``{"status": "refused", "error": {...}}``."""
+        if len(decisions) > MAX_BULK:
+            raise InvalidArguments(f"at most {MAX_BULK} proposals in one bulk decision, not {len(decisions)}")
+        out: list[dict[str, Any]] = []
+        for proposal_id, expected_hash in decisions:
+            try:
+                out.append(self.decide(proposal_id, approver, reject=reject, reason=reason,
+                                       expected_hash=expected_hash))
+            except ApprovalRefused as refusal:
+                out.append({"status": "refused", "proposal_id": proposal_id,
+                            "error": {"code": refusal.code, "reason": refusal.reason, "message": str(refusal)}})
+        return out
 
     def close(self) -> None:
         self.approvals.close()

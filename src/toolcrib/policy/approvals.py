@@ -44,9 +44,11 @@ class ApprovalStore(ABC):
         run_id: str = "",
         trace_id: str = "",
         review: Review | None = None,
+        pending_ttl_s: float | None = None,
     ) -> Proposal:
         """Store a proposal with what its approver is shown (``review``); the same call, with the same
-        provenance, still pending (or approved, unused) returns the existing one."""
+        provenance, still pending (or approved, unused) returns the existing one. ``pending_ttl_s`` (the
+        tool's time-to-live) overrides the store's ``pending_ttl_s`` for this proposal."""
 
     @abstractmethod
     def get(self, proposal_id: str) -> Proposal | None:
@@ -66,6 +68,23 @@ class ApprovalStore(ABC):
     ) -> Approval:
         """Approve a pending proposal for ``ttl_s`` seconds. The caller has checked
         ``Policy.may_approve``; this refuses self-approval, other tenants and decided proposals."""
+
+    @abstractmethod
+    def edit(
+        self,
+        proposal_id: str,
+        approver: Principal,
+        arguments: Mapping[str, Any],
+        resource_version: str,
+        review: Review,
+        *,
+        reason: str = "",
+        ttl_s: float = 900,
+        allow_self: bool = False,
+    ) -> tuple[Proposal, Approval]:
+        """In one act: record a pending proposal as superseded by the approver's edited call, store that
+        call as a new proposal (its own hash, same requester and run) and approve it for ``ttl_s``
+        seconds. Refuses exactly what ``approve`` refuses."""
 
     @abstractmethod
     def reject(self, proposal_id: str, approver: Principal, reason: str = "") -> None:
@@ -144,6 +163,9 @@ class _ProposalRow:
     expires_at: float | None
     used_at: float | None
     review: str  # canonical JSON of the proposal's Review
+    supersedes: str
+    superseded_by: str
+    pending_until: float | None  # when an undecided proposal expires (its tool's time-to-live)
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> _ProposalRow:
@@ -156,12 +178,13 @@ class _ProposalRow:
             hash=self.hash, created_at=self.created_at, run_id=self.run_id, trace_id=self.trace_id,
             status=self.status, decided_by=self.decided_by, reason=self.reason,
             review=Review.from_dict(json.loads(self.review or "{}")), expires_at=self.expires_at,
+            supersedes=self.supersedes, superseded_by=self.superseded_by, pending_until=self.pending_until,
         )
 
     def approval(self) -> Approval | None:
         """The approval recorded on this row; None while pending, once rejected or revoked, and for a
         row without a decision time or an expiry (never written by ``approve``)."""
-        if self.decided_at is None or self.expires_at is None or self.status in ("pending", "rejected"):
+        if self.decided_at is None or self.expires_at is None or self.status in ("pending", "rejected", "superseded"):
             return None
         return Approval(self.id, self.hash, self.decided_by, self.decided_at, self.expires_at, self.used_at)
 
@@ -202,7 +225,24 @@ class _SQLApprovalStore(ApprovalStore):
                     (*values.values(), proposal_id))
 
     def _pending_expired(self, row: _ProposalRow, now: float) -> bool:
-        return row.status == "pending" and now >= row.created_at + self.pending_ttl_s
+        until = row.pending_until if row.pending_until is not None else row.created_at + self.pending_ttl_s
+        return row.status == "pending" and now >= until
+
+    def _check_decidable(self, row: _ProposalRow | None, approver: Principal, now: float,
+                         allow_self: bool, cur: _Cursor) -> ApprovalRefused | None:
+        """Why ``approver`` may not approve (or edit) this locked row now, or None; records an expiry."""
+        if row is None:
+            return ApprovalRefused("not_found")
+        if approver.tenant != row.tenant:
+            return ApprovalRefused("not_an_approver")
+        if approver.user_id == row.requester and not allow_self:
+            return ApprovalRefused("self_approval")
+        if self._pending_expired(row, now):
+            self._set(cur, row.id, status="expired")
+            return ApprovalRefused("expired")
+        if row.status != "pending":
+            return self._decided(row.status)
+        return None
 
     def propose(
         self,
@@ -215,6 +255,7 @@ class _SQLApprovalStore(ApprovalStore):
         run_id: str = "",
         trace_id: str = "",
         review: Review | None = None,
+        pending_ttl_s: float | None = None,
     ) -> Proposal:
         args_json = canonical_json(dict(arguments))
         review = review or Review()
@@ -237,16 +278,22 @@ class _SQLApprovalStore(ApprovalStore):
                 requester=requester.user_id, tenant=requester.tenant, policy_version=policy_version,
                 resource_version=resource_version, hash=digest, created_at=now, run_id=run_id,
                 trace_id=trace_id, review=review,
+                pending_until=now + (self.pending_ttl_s if pending_ttl_s is None else pending_ttl_s),
             )
-            cur.execute(
-                self._sql("INSERT INTO toolcrib_proposals (id, tool, arguments, requester, tenant,"
-                          " policy_version, resource_version, hash, created_at, run_id, trace_id,"
-                          " status, decided_by, reason, review) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                          " 'pending', '', '', ?)"),
-                (proposal.id, tool, args_json, requester.user_id, requester.tenant, policy_version,
-                 resource_version, digest, now, run_id, trace_id, canonical_json(review.to_dict())),
-            )
+            self._insert(cur, proposal)
         return proposal
+
+    def _insert(self, cur: _Cursor, p: Proposal) -> None:
+        cur.execute(
+            self._sql("INSERT INTO toolcrib_proposals (id, tool, arguments, requester, tenant, policy_version,"
+                      " resource_version, hash, created_at, run_id, trace_id, status, decided_by, reason,"
+                      " decided_at, expires_at, review, supersedes, superseded_by, pending_until)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+            (p.id, p.tool, canonical_json(p.arguments), p.requester, p.tenant, p.policy_version,
+             p.resource_version, p.hash, p.created_at, p.run_id, p.trace_id, p.status, p.decided_by, p.reason,
+             p.created_at if p.status == "approved" else None, p.expires_at, canonical_json(p.review.to_dict()),
+             p.supersedes, p.superseded_by, p.pending_until),
+        )
 
     def get(self, proposal_id: str) -> Proposal | None:
         with self._tx(write=False) as cur:
@@ -254,9 +301,10 @@ class _SQLApprovalStore(ApprovalStore):
         return None if row is None else row.proposal()
 
     def pending(self, tenant: str | None = None) -> list[Proposal]:
-        cutoff = self._clock() - self.pending_ttl_s
-        query = f"SELECT {_COLUMNS} FROM toolcrib_proposals WHERE status = 'pending' AND created_at > ?"
-        params: tuple[Any, ...] = (cutoff,)
+        now = self._clock()
+        query = (f"SELECT {_COLUMNS} FROM toolcrib_proposals WHERE status = 'pending'"
+                 " AND COALESCE(pending_until, created_at + ?) > ?")
+        params: tuple[Any, ...] = (self.pending_ttl_s, now)
         if tenant is not None:
             query += " AND tenant = ?"
             params += (tenant,)
@@ -277,6 +325,8 @@ class _SQLApprovalStore(ApprovalStore):
             return ApprovalRefused("rejected")
         if status == "expired":
             return ApprovalRefused("expired")
+        if status == "superseded":
+            return ApprovalRefused("superseded")
         if status == "approved":
             return ApprovalRefused("used", "the proposal has already been approved")
         if status in _FINISHED:
@@ -292,21 +342,50 @@ class _SQLApprovalStore(ApprovalStore):
         decision: Approval | ApprovalRefused
         with self._tx() as cur:
             row = self._row(cur, proposal_id, lock=True)
-            if row is None:
-                decision = ApprovalRefused("not_found")
-            elif approver.tenant != row.tenant:
-                decision = ApprovalRefused("not_an_approver")
-            elif approver.user_id == row.requester and not allow_self:
-                decision = ApprovalRefused("self_approval")
-            elif self._pending_expired(row, now):
-                self._set(cur, proposal_id, status="expired")
-                decision = ApprovalRefused("expired")
-            elif row.status != "pending":
-                decision = self._decided(row.status)
+            refusal = self._check_decidable(row, approver, now, allow_self, cur)
+            if refusal is not None or row is None:
+                decision = refusal or ApprovalRefused("not_found")
             else:
                 self._set(cur, proposal_id, status="approved", decided_by=approver.user_id,
                           decided_at=now, expires_at=now + ttl_s)
                 decision = Approval(proposal_id, row.hash, approver.user_id, now, now + ttl_s)
+        if isinstance(decision, ApprovalRefused):  # raised after the commit, so an expiry is recorded
+            raise decision
+        return decision
+
+    def edit(
+        self,
+        proposal_id: str,
+        approver: Principal,
+        arguments: Mapping[str, Any],
+        resource_version: str,
+        review: Review,
+        *,
+        reason: str = "",
+        ttl_s: float = 900,
+        allow_self: bool = False,
+    ) -> tuple[Proposal, Approval]:
+        if not ttl_s > 0:
+            raise ValueError("ttl_s must be positive")
+        now = self._clock()
+        decision: tuple[Proposal, Approval] | ApprovalRefused
+        with self._tx() as cur:
+            row = self._row(cur, proposal_id, lock=True)
+            refusal = self._check_decidable(row, approver, now, allow_self, cur)
+            if refusal is not None or row is None:
+                decision = refusal or ApprovalRefused("not_found")
+            else:
+                old = row.proposal()
+                digest = proposal_hash(old.tool, arguments, old.requester, old.tenant, old.policy_version,
+                                       resource_version, review)
+                edited = replace(old, id="prop_" + secrets.token_hex(8), arguments=json.loads(
+                    canonical_json(dict(arguments))), resource_version=resource_version, hash=digest,
+                    created_at=now, status="approved", decided_by=approver.user_id, reason=reason, review=review,
+                    expires_at=now + ttl_s, supersedes=old.id, superseded_by="", pending_until=None)
+                self._insert(cur, edited)
+                self._set(cur, proposal_id, status="superseded", decided_by=approver.user_id, decided_at=now,
+                          reason=reason, superseded_by=edited.id)
+                decision = (edited, Approval(edited.id, digest, approver.user_id, now, now + ttl_s))
         if isinstance(decision, ApprovalRefused):  # raised after the commit, so an expiry is recorded
             raise decision
         return decision
@@ -424,11 +503,15 @@ CREATE TABLE IF NOT EXISTS toolcrib_proposals (
     hash TEXT NOT NULL, created_at REAL NOT NULL, run_id TEXT NOT NULL, trace_id TEXT NOT NULL,
     status TEXT NOT NULL, decided_by TEXT NOT NULL, reason TEXT NOT NULL,
     decided_at REAL, expires_at REAL, used_at REAL, outcome TEXT, finished_at REAL,
-    review TEXT NOT NULL DEFAULT '{}'
+    review TEXT NOT NULL DEFAULT '{}', supersedes TEXT NOT NULL DEFAULT '',
+    superseded_by TEXT NOT NULL DEFAULT '', pending_until REAL
 );
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_hash ON toolcrib_proposals (hash);
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (status, tenant);
 """
+# columns added after the first release, for stores made before them
+_ADDED_COLUMNS = {"review": "TEXT NOT NULL DEFAULT '{}'", "supersedes": "TEXT NOT NULL DEFAULT ''",
+                  "superseded_by": "TEXT NOT NULL DEFAULT ''", "pending_until": "REAL"}
 
 
 class SQLiteApprovalStore(_SQLApprovalStore):
@@ -445,10 +528,12 @@ class SQLiteApprovalStore(_SQLApprovalStore):
         self.path = os.fspath(path)
         self._db = SQLiteConnection(self.path)
         self._db.migrate([s for s in _SQLITE_SCHEMA.split(";") if s.strip()])
-        with self._tx() as cur:  # a store from before reviews were kept (SQLite has no ADD COLUMN IF NOT EXISTS)
+        with self._tx() as cur:  # a store from an earlier release (SQLite has no ADD COLUMN IF NOT EXISTS)
             cur.execute("SELECT name FROM pragma_table_info('toolcrib_proposals')")
-            if "review" not in {row[0] for row in cur.fetchall()}:
-                cur.execute("ALTER TABLE toolcrib_proposals ADD COLUMN review TEXT NOT NULL DEFAULT '{}'")
+            have = {row[0] for row in cur.fetchall()}
+            for name, kind in _ADDED_COLUMNS.items():
+                if name not in have:
+                    cur.execute(f"ALTER TABLE toolcrib_proposals ADD COLUMN {name} {kind}")
 
 
 _POSTGRES_SCHEMA = """
@@ -461,6 +546,9 @@ CREATE TABLE IF NOT EXISTS toolcrib_proposals (
     outcome TEXT, finished_at DOUBLE PRECISION, review TEXT NOT NULL DEFAULT '{}'
 );
 ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS review TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS supersedes TEXT NOT NULL DEFAULT '';
+ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS superseded_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS pending_until DOUBLE PRECISION;
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_hash ON toolcrib_proposals (hash);
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (status, tenant);
 """

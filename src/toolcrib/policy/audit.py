@@ -53,7 +53,7 @@ from toolcrib.trace.batching import Batching
 
 EVENTS = frozenset({
     "proposed", "allowed", "denied", "approved", "rejected", "expired", "executed", "failed",
-    "outcome_unknown", "refused",
+    "outcome_unknown", "refused", "edited",
 })
 GENESIS_HASH = "0" * 64
 _PAGE = 1000

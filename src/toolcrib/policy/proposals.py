@@ -10,11 +10,12 @@ from toolcrib.errors import NotPermitted
 from toolcrib.policy.canonical import canonical_json, sha256_hex
 
 ProposalStatus = Literal[
-    "pending", "approved", "rejected", "expired", "executing", "executed", "failed", "outcome_unknown"
+    "pending", "approved", "rejected", "expired", "superseded", "executing", "executed", "failed",
+    "outcome_unknown",
 ]
 RefusalReason = Literal[
     "not_found", "not_approved", "rejected", "used", "expired", "edited", "stale",
-    "self_approval", "not_an_approver",
+    "self_approval", "not_an_approver", "superseded",
 ]
 
 _REFUSAL_MESSAGES: dict[str, str] = {
@@ -27,6 +28,7 @@ _REFUSAL_MESSAGES: dict[str, str] = {
     "stale": "what the call would change has changed since approval; propose the call again",
     "self_approval": "a requester may not approve their own proposal",
     "not_an_approver": "this person may not approve this proposal",
+    "superseded": "an approver edited this call; the edited proposal replaces it",
 }
 
 
@@ -74,6 +76,12 @@ def proposal_hash(
     return sha256_hex(canonical_json(bound))
 
 
+def changed_values(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What an edit changed: ``{argument: {"from": old, "to": new}}`` (an absent value is None)."""
+    return {name: {"from": before.get(name), "to": after.get(name)} for name in sorted({*before, *after})
+            if canonical_json({"v": before.get(name)}) != canonical_json({"v": after.get(name)})}
+
+
 @dataclass(frozen=True)
 class Proposal:
     """One call the model proposed and the application holds until a person decides."""
@@ -94,6 +102,9 @@ class Proposal:
     reason: str = field(default="", compare=False)
     review: Review = field(default_factory=Review)
     expires_at: float | None = field(default=None, compare=False)  # of its approval, once approved
+    supersedes: str = ""  # the proposal an approver edited into this one
+    superseded_by: str = ""  # the edited proposal that replaced this one
+    pending_until: float | None = field(default=None, compare=False)  # an undecided proposal expires then
 
 
 @dataclass(frozen=True)
@@ -113,11 +124,15 @@ class ApprovalRefused(NotPermitted):
 
     code = "approval_refused"
 
-    def __init__(self, reason: RefusalReason, message: str | None = None) -> None:
+    def __init__(self, reason: RefusalReason, message: str | None = None, *,
+                 decision: Mapping[str, Any] | None = None) -> None:
         super().__init__(message or _REFUSAL_MESSAGES[reason])
         self.reason: RefusalReason = reason
+        self.decision = dict(decision or {})  # who decided and in what words, for the requester and the model
 
     def to_result(self) -> dict[str, Any]:
         result = super().to_result()
         result["error"]["reason"] = self.reason
+        if self.decision:
+            result["error"]["decision"] = self.decision
         return result

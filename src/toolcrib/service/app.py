@@ -66,7 +66,30 @@ class Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hash: str = Field(min_length=1, description="The proposal hash the approver was shown.")
-    reason: str = Field("", max_length=2000, description="Why (recorded in the audit).")
+    reason: str = Field("", max_length=2000, description="Why (the requester and the model see it).")
+
+
+class EditDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hash: str = Field(min_length=1, description="The proposal hash the approver was shown.")
+    arguments: dict[str, Any] = Field(min_length=1, description="The argument values to change, by name.")
+    reason: str = Field("", max_length=2000, description="Why (the requester and the model see it).")
+
+
+class BulkItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, description="A proposal id.")
+    hash: str = Field(min_length=1, description="The hash the approver was shown for it.")
+
+
+class BulkDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["approve", "reject"]
+    proposals: list[BulkItem] = Field(min_length=1, max_length=100)
+    reason: str = Field("", max_length=2000, description="Why (recorded for each; the requester sees it).")
 
 
 class Service:
@@ -195,8 +218,12 @@ class Service:
         del out["paused"]
         ids = dict.fromkeys(e["proposal_id"] for e in record.events
                             if e.get("kind") == EventKind.CALL_HELD.value and e.get("proposal_id"))
-        proposals = [self.desk.approvals.get(pid) for pid in ids]
-        out["proposals"] = [self.desk.view(p) for p in proposals if p is not None]
+        views = []
+        for pid in ids:
+            while pid and (found := self.desk.approvals.get(pid)) is not None:  # an edit: its replacement too
+                views.append(self.desk.view(found))
+                pid = found.superseded_by
+        out["proposals"] = views
         return out
 
     def artifact(self, run_id: str, artifact_id: str, principal: Principal) -> tuple[Path, dict[str, Any]]:
@@ -467,6 +494,21 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
     def approve(proposal_id: str, body: Decision, principal: Caller) -> dict[str, Any]:
         """Approve the exact call whose hash the approver was shown; refusals say why in ``reason``."""
         return svc.desk.decide(proposal_id, principal, expected_hash=body.hash, reason=body.reason)
+
+    @app.post("/v1/proposals/{proposal_id}/edit", tags=["approvals"])
+    def edit(proposal_id: str, body: EditDecision, principal: Caller) -> dict[str, Any]:
+        """Change argument values of the call whose hash the approver was shown and approve the changed call:
+        it becomes a new proposal (returned: ``proposal_id``, ``hash``, ``changes``), the original is superseded.
+        A value the tool's schema refuses answers 400 ``invalid_arguments``."""
+        return svc.desk.edit(proposal_id, principal, body.arguments, reason=body.reason, expected_hash=body.hash)
+
+    @app.post("/v1/proposals/decide", tags=["approvals"])
+    def decide_many(body: BulkDecision, principal: Caller) -> dict[str, Any]:
+        """Approve or reject several proposals in one action, each checked against its own hash, resource
+        version and expiry and audited on its own; ``results`` has one entry per proposal, in order."""
+        results = svc.desk.decide_many([(p.id, p.hash) for p in body.proposals], principal,
+                                       reject=body.action == "reject", reason=body.reason)
+        return {"results": results, "decided": sum(r["status"] != "refused" for r in results)}
 
     @app.post("/v1/proposals/{proposal_id}/reject", tags=["approvals"])
     def reject(proposal_id: str, body: Decision, principal: Caller) -> dict[str, Any]:

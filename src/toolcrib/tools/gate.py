@@ -28,7 +28,7 @@ from toolcrib.models.base import ToolCall
 from toolcrib.policy.audit import AuditStore, redact_arguments
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
-from toolcrib.policy.proposals import ApprovalRefused, Review, proposal_hash
+from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed_values, proposal_hash
 from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding, Source
@@ -158,6 +158,20 @@ class Gate:
         if tool.effect is not Effect.READ and self.envelope is not None and self.envelope.applies_to(tool.name):
             self.envelope.check(tool.name, values)  # code checks the set point before any person is asked
         return tool, values
+
+    def admit_edit(self, tool: Tool, arguments: Mapping[str, Any], requester: Principal,
+                   resources: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        """An approver's edited call, checked as the requester's call would be (schema and domain check,
+        authorization, safety envelope; the approver is the source of the values, so no grounding check):
+        its validated values and the resource version it would change now. Raises ModelFacingError."""
+        ctx = ToolContext(principal=requester, resources=resources)
+        values = tool.validate(arguments, ctx if tool.check is not None else None)
+        decision = self.policy.authorize(requester, tool, values)
+        if not decision.allowed:
+            raise NotPermitted(decision.reason or f"{tool.name} is not permitted for {requester.user_id}")
+        if self.envelope is not None and self.envelope.applies_to(tool.name):
+            self.envelope.check(tool.name, values)
+        return values, tool.resource_version(values, ctx) if tool.resource_version else ""
 
     async def run(self, call: ToolCall, cctx: CallContext, *, proposal_id: str | None = None) -> CallOutcome:
         """Decide about one call and, where allowed, run it. Never raises for model-caused problems."""
@@ -333,6 +347,16 @@ class Gate:
         held = self.approvals.get(proposal_id)
         if held is None or held.tenant != principal.tenant or held.requester != principal.user_id:
             raise NotPermitted(f"proposal {proposal_id} is not one of your proposals")
+        edit: dict[str, Any] | None = None
+        if held.superseded_by:  # an approver edited the call: the edited proposal runs in its place
+            edited = self.approvals.get(held.superseded_by)
+            if edited is None:
+                raise ApprovalRefused("superseded")
+            values, version = self.admit_edit(tool, edited.arguments, principal, cctx.resources)
+            edit = {"by": held.decided_by, "changes": changed_values(held.arguments, values),
+                    "reason": held.reason, "supersedes": held.id, "proposal_id": edited.id}
+            call = ToolCall(call.id, call.name, dict(values))
+            proposal_id, held = edited.id, edited
         stored = self.approvals.outcome(proposal_id)
         if stored is not None:  # a duplicated resume: report the recorded outcome, run nothing again
             return self._replay(call, tool, proposal_id, stored, cctx)
@@ -342,6 +366,8 @@ class Gate:
             approval = self.approvals.claim(proposal_id, expected, current_resource_version=version,
                                             tool=tool.name, arguments=values)
         except ApprovalRefused as refused:
+            if refused.reason == "rejected":
+                raise self._rejection(self.approvals.get(proposal_id) or held) from None
             if refused.reason != "used":
                 raise
             # a duplicate resume while the first is running the call: wait for its outcome and report it
@@ -349,9 +375,10 @@ class Gate:
             if stored is None:
                 raise
             return self._replay(call, tool, proposal_id, stored, cctx)
-        cctx.tracer.record(EventKind.CALL_APPROVED, f"Approved by {approval.approver}: {tool.name}",
-                           decided_by="human", tool=tool.name, call_id=call.id, effect=tool.effect.value,
-                           proposal_id=proposal_id, detail={"approver": approval.approver})
+        title = f"{'Edited and approved' if edit else 'Approved'} by {approval.approver}: {tool.name}"
+        cctx.tracer.record(EventKind.CALL_APPROVED, title, decided_by="human", tool=tool.name, call_id=call.id,
+                           effect=tool.effect.value, arguments=self._redacted(tool, values), proposal_id=proposal_id,
+                           detail={"approver": approval.approver, **({"edited": edit} if edit else {})})
         try:
             value = await self._invoke(tool, values, cctx)
         except ToolTimeout:
@@ -373,10 +400,21 @@ class Gate:
                         cctx=cctx)
             raise
         outcome = self._ok(call, tool, self._prepare(tool, value), cctx, start, proposal_id=proposal_id)
+        if edit:  # the model's next turn learns what ran instead of what it proposed, and who changed it
+            outcome.payload["edited"] = {**edit, "note": (
+                f"{edit['by']} changed this call before approving it; it ran with the changed values")}
         self.approvals.finish(proposal_id, "executed", outcome.payload)
         self._audit("executed", actor=approval.approver, decided_by="human", tool=tool.name,
                     proposal_id=proposal_id, cctx=cctx)
         return outcome
+
+    @staticmethod
+    def _rejection(proposal: Proposal) -> ApprovalRefused:
+        """A rejected call's refusal, carrying who rejected it and in what words, for the model and the requester."""
+        words = f': "{proposal.reason}"' if proposal.reason else ""
+        by = proposal.decided_by or "an approver"
+        return ApprovalRefused("rejected", f"the proposal was rejected by {by}{words}",
+                               decision={"by": proposal.decided_by, "reason": proposal.reason})
 
     async def _invoke(self, tool: Tool, values: dict[str, Any], cctx: CallContext) -> Any:
         kwargs = values if tool.context_param is None else tool.bind(values, cctx.tool_context())
