@@ -6,9 +6,11 @@ of it. ``TOOLCRIB_SCREENSHOT=1`` also writes the approvals view to ``docs/approv
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from fakes.serving import create_keys, serving
+from fakes.serving import create_keys, serving, toolcrib_command
 from toolcrib.workspace import DEMO_SOURCE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,10 +192,12 @@ def test_a_reservation_waits_for_an_approver_and_the_page_resumes_it(browser: Br
     f1.get_by_role("button", name="Reject call").click()
     expect(ada.by("decision").first).to_contain_text("rejected")
     expect(alice.by("held-status")).to_have_text("rejected by ada")
-    expect(alice.by("waiting-note")).to_contain_text("reserve_stock was rejected by ada")
+    expect(alice.by("waiting-note")).to_contain_text("reserve_stock was rejected by ada: “Not needed this week”")
+    expect(alice.by("held-edit")).to_have_text("“Not needed this week”")
     alice.by("finish-run").click()
     # nothing found, so code searches the documents: the first search builds this workspace copy's index
-    expect(alice.by("answer-calls")).to_contain_text("the proposal was rejected", timeout=60_000)
+    expect(alice.by("answer-calls")).to_contain_text('the proposal was rejected by ada: "Not needed this week"',
+                                                     timeout=60_000)
     assert server.stock("F1") == 22
 
     # Another tenant's user sees none of it.
@@ -213,5 +217,82 @@ def test_a_reservation_waits_for_an_approver_and_the_page_resumes_it(browser: Br
     assert alice.page.evaluate("sessionStorage.getItem('toolcrib.key')") is None
 
     for session in (alice, ada, omar):
+        assert session.errors == []
+        session.context.close()
+
+
+@pytest.mark.timeout(180)
+def test_an_approver_edits_the_quantity_and_the_requesters_page_shows_the_edit(browser: Browser,
+                                                                               server: Server) -> None:
+    expect.set_options(timeout=WAIT_MS)
+    alice = Session(browser, server, "alice", "Alice Moreno")
+    alice.ask("Please reserve 300 F2 filters")
+    expect(alice.by("held-call")).to_contain_text('reserve_stock(part_number="F2", quantity=300)')
+    run_id = alice.page.evaluate("sessionStorage.getItem('toolcrib.run')")
+    [original] = server.get("/v1/proposals", "ada").json()
+
+    # Ada changes 300 to 3 and approves the changed call in the same act.
+    ada = Session(browser, server, "ada", "Ada Fitzgerald")
+    ada.tab("Approvals")
+    card = ada.by("proposal").filter(has_text="reserve_stock")
+    card.get_by_role("button", name="Edit…").click()
+    card.get_by_label("New value of quantity").fill("3")
+    card.get_by_label("Reason for the change").fill("The customer wants 3")
+    card.get_by_role("button", name="Approve edited call").click()
+    expect(ada.by("decision").first).to_contain_text("edited and approved")
+    expect(ada.by("decision").first).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
+    expect(ada.by("proposal")).to_have_count(0)
+
+    # Alice's page resumes by itself and says what was changed, and by whom.
+    expect(alice.by("answer-text")).to_contain_text("The parts are reserved")
+    expect(alice.by("answer-calls")).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
+    approved = alice.page.locator("[data-testid=step][data-kind=call_approved]")
+    expect(approved.get_by_test_id("step-edit")).to_have_text(
+        "edited by ada: quantity 300 → 3 (“The customer wants 3”)")
+    expect(approved.get_by_test_id("decided-by")).to_have_text("person")
+    assert server.stock("F2") == 2  # 5 - 3, once
+
+    run = server.get(f"/v1/runs/{run_id}", "alice").json()
+    assert [p["status"] for p in run["proposals"]] == ["superseded", "executed"]
+    replacement = run["proposals"][1]["id"]
+    assert run["proposals"][0]["edit"]["by"] == "ada"
+    # the trace and the audit record show both proposals and the edit
+    ws = ["--workspace", str(server.workspace)]
+    trace = subprocess.run([toolcrib_command(), "trace", run["traces"][-1], "--json", *ws],
+                           capture_output=True, text=True, timeout=60)
+    assert trace.returncode == 0, trace.stderr
+    steps = [json.loads(line) for line in trace.stdout.splitlines()]
+    edited = next(s for s in steps if s["kind"] == "call_approved")
+    assert edited["proposal_id"] == replacement
+    assert edited["detail"]["edited"]["supersedes"] == original["id"]
+    assert edited["detail"]["edited"]["changes"] == {"quantity": {"from": 300, "to": 3}}
+    first = subprocess.run([toolcrib_command(), "trace", run["traces"][0], "--json", *ws],
+                           capture_output=True, text=True, timeout=60)
+    assert original["id"] in first.stdout
+    audit = subprocess.run([toolcrib_command(), "audit", "show", "--limit", "50", *ws],
+                           capture_output=True, text=True, timeout=60)
+    assert audit.returncode == 0, audit.stderr
+    lines = audit.stdout.splitlines()
+    assert any("edited" in line and original["id"] in line and f"superseded by {replacement}: quantity 300 -> 3" in line
+               for line in lines)
+    assert any(line.split()[1] == "proposed" and line.endswith(replacement) for line in lines)
+    assert any(line.split()[1] == "executed" and line.endswith(replacement) for line in lines)
+
+    # Decisions in bulk: two proposals selected and approved in one action, each recorded on its own.
+    for n in (1, 2):
+        asked = httpx.post(server.url + "/v1/ask", json={"question": f"Please reserve {n} F1 filters"},
+                           headers={"Authorization": f"Bearer {server.keys['alice']}"}, timeout=30)
+        assert asked.json()["outcome"] == "paused"
+    ada.by("approvals-refresh").click()
+    expect(ada.by("proposal")).to_have_count(2)
+    for checkbox in ada.by("select").all():
+        checkbox.check()
+    expect(ada.by("bulk-count")).to_have_text("2 selected")
+    ada.by("bulk-approve").click()
+    expect(ada.by("proposal")).to_have_count(0)
+    expect(ada.page.locator("[data-testid=decision][data-status=approved]")).to_have_count(2)
+    expect(ada.by("bulk")).to_be_hidden()
+
+    for session in (alice, ada):
         assert session.errors == []
         session.context.close()

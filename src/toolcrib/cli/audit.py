@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -38,4 +39,9 @@ def audit_show(limit: int, workspace: Path | None) -> None:
     ws = open_workspace(workspace)
     records = list(ws.audit().records())[-limit:]
     for r in records:
-        click.echo(f"{r.seq:>5} {r.event:<16} {r.tool:<24} actor={r.actor:<10} by={r.decided_by:<7} {r.proposal_id}")
+        line = f"{r.seq:>5} {r.event:<16} {r.tool:<24} actor={r.actor:<10} by={r.decided_by:<7} {r.proposal_id}"
+        if r.event == "edited":  # what the approver changed, and the proposal that replaced this one
+            changes = ", ".join(f"{k} {json.dumps(c['from'])} -> {json.dumps(c['to'])}"
+                                for k, c in (r.detail.get("changes") or {}).items())
+            line += f" superseded by {r.detail.get('superseded_by', '')}: {changes}"
+        click.echo(line)

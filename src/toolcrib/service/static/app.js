@@ -261,6 +261,13 @@
     $("ask-button").textContent = busy ? "Running…" : "Ask";
   }
 
+  /** "edited by ada: quantity 300 → 3 (“reason”)": what an approver changed before approving. */
+  function editText(edit) {
+    const changes = Object.entries(edit.changes || {}).map(([name, c]) => `${name} ${json(c.from)} → ${json(c.to)}`);
+    const who = edit.by_name && edit.by_name !== edit.by ? `${edit.by_name} (${edit.by})` : edit.by;
+    return `edited by ${who}: ${changes.join(", ")}${edit.reason ? ` (“${edit.reason}”)` : ""}`;
+  }
+
   function badge(decidedBy) {
     const by = BY_LABEL[decidedBy] ? decidedBy : "code";
     return h("span", { class: `badge by-${by}`, title: BY_HELP[by], "data-testid": "decided-by",
@@ -305,6 +312,7 @@
         break;
       case "call_approved":
         if (d.approver) details.push(h("div", { class: "small", text: `approved by ${d.approver}` }));
+        if (d.edited) details.push(h("div", { class: "small edit-note", "data-testid": "step-edit", text: editText(d.edited) }));
         break;
       case "citation_check":
         if ((event.citations || []).length) details.push(h("div", { class: "small muted",
@@ -477,11 +485,17 @@
     if (gen !== state.gen || state.run !== run) return;
     const proposals = record.proposals.filter((p) => run.waiting.includes(p.id));
     for (const p of proposals) {
-      const pill = document.querySelector(`.held-call[data-proposal="${CSS.escape(p.id)}"] [data-testid="held-status"]`);
+      const item = document.querySelector(`.held-call[data-proposal="${CSS.escape(p.id)}"]`);
+      const pill = item && item.querySelector("[data-testid=held-status]");
       if (!pill) continue;
+      const status = p.edit ? `edited and ${p.edit.status}` : p.status;
       pill.textContent = p.status === "pending" ? "waiting for approval"
-        : p.decided_by ? `${p.status} by ${p.decided_by}` : p.status;
-      pill.className = `pill pill-${p.status}`;
+        : p.decided_by ? `${status} by ${p.decided_by}` : status;
+      pill.className = `pill pill-${p.edit ? p.edit.status : p.status}`;
+      const why = p.edit ? editText(p.edit) : p.reason ? `“${p.reason}”` : "";
+      if (why && !item.querySelector("[data-testid=held-edit]")) {
+        item.firstChild.append(h("div", { class: "small edit-note", "data-testid": "held-edit", text: why }));
+      }
     }
     if (record.outcome !== "paused") { // continued elsewhere (another tab, the command line)
       const later = (record.events || []).filter((e) => !run.traces.has(e.trace_id));
@@ -492,7 +506,8 @@
     }
     const refused = proposals.filter((p) => p.status === "rejected" || p.status === "expired");
     if (refused.length) {
-      const words = refused.map((p) => `${p.tool} was ${p.status}${p.decided_by ? ` by ${p.decided_by}` : ""}`);
+      const words = refused.map((p) => `${p.tool} was ${p.status}${p.decided_by ? ` by ${p.decided_by}` : ""}` +
+        (p.reason ? `: “${p.reason}”` : ""));
       $("waiting").dataset.state = "refused";
       $("waiting-title").textContent = "Not approved";
       waitingNote(`${words.join("; ")}. The call will not run; you can finish the run without it.`);
@@ -502,7 +517,7 @@
           onclick: (ev) => { ev.currentTarget.disabled = true; resume(run, gen); } }));
       return;
     }
-    if (proposals.length && proposals.every((p) => p.status === "approved")) {
+    if (proposals.length && proposals.every((p) => p.status === "approved" || (p.edit && p.edit.status === "approved"))) {
       resume(run, gen);
       return;
     }
@@ -708,6 +723,7 @@
       : "Nothing to decide: you do not approve calls in this workspace.";
     empty.hidden = n > 0;
     ul.dataset.loaded = "true";
+    updateBulk();
   }
 
   function updateTimes(node, p) {
@@ -715,6 +731,61 @@
     const expires = node.querySelector("[data-testid=expires]");
     expires.textContent = p.expires_at <= now ? "expired" : `expires ${relative(p.expires_at - now)}`;
     node.querySelector("[data-testid=asked]").textContent = `asked ${relative(p.created_at - now)}`;
+  }
+
+  /** A decision made here: listed under "Decided in this session", its card removed. */
+  function decided(p, status, args) {
+    const who = p.requester_name || p.requester;
+    const message = status === "rejected" ? `Rejected ${p.tool} for ${who}.`
+      : `${status === "edited" ? "Edited and approved" : "Approved"} ${callText(p.tool, args)} for ${who}: it will ` +
+        "run once when their run continues.";
+    say(message);
+    $("decided").prepend(h("li", { "data-testid": "decision", "data-status": status },
+      h("span", { class: `pill pill-${status === "rejected" ? "rejected" : "approved"}`,
+        text: status === "edited" ? "edited and approved" : status }),
+      " ", h("code", { text: callText(p.tool, args) }),
+      h("span", { class: "small muted", text: ` for ${who} · ${new Date().toLocaleTimeString()}` })));
+    $("decided-section").hidden = false;
+    state.decided.add(p.id);
+    const entry = state.approvals.get(p.id);
+    const card = entry && entry.node;
+    const next = card && (card.nextElementSibling || card.previousElementSibling);
+    if (card) card.remove();
+    state.approvals.delete(p.id);
+    renderApprovals([...state.approvals.values()].map((e) => e.data));
+    (next ? next.querySelector("[data-testid=approve]") : $("approvals-refresh")).focus();
+  }
+
+  /** The bulk bar: shown while any proposal is selected. */
+  function updateBulk() {
+    const selected = [...state.approvals.values()].filter((e) => e.node.querySelector("[data-testid=select]").checked);
+    $("bulk").hidden = selected.length === 0;
+    $("bulk-count").textContent = `${selected.length} selected`;
+    return selected;
+  }
+
+  /** Approve or reject every selected proposal in one action; each is checked and recorded on its own. */
+  async function decideSelected(reject) {
+    const selected = updateBulk();
+    if (!selected.length) return;
+    const body = { action: reject ? "reject" : "approve", reason: $("bulk-reason").value.trim(),
+      proposals: selected.map((e) => ({ id: e.data.id, hash: e.node.querySelector("[data-testid=hash]").textContent })) };
+    try {
+      const res = await api("POST", "/v1/proposals/decide", body);
+      res.results.forEach((r, i) => {
+        const entry = selected[i];
+        if (r.status === "refused") {
+          entry.node.querySelector("[data-testid=decision-error]").textContent =
+            `Not ${reject ? "rejected" : "approved"}: ${r.error.message} (${r.error.reason})`;
+        } else {
+          decided(entry.data, r.status, entry.data.arguments);
+        }
+      });
+      $("bulk-reason").value = "";
+    } catch (err) {
+      say(`Not decided: ${describe(err)}`, "bad");
+    }
+    updateBulk();
   }
 
   function proposalCard(p) {
@@ -749,6 +820,28 @@
       text: "Approve", "aria-describedby": titleId });
     const rejectButton = h("button", { type: "button", class: "btn btn-danger-quiet", "data-testid": "reject",
       text: "Reject…", "aria-describedby": titleId, "aria-expanded": "false" });
+    const editButton = h("button", { type: "button", class: "btn", "data-testid": "edit",
+      text: "Edit…", "aria-describedby": titleId, "aria-expanded": "false" });
+    const inputs = Object.entries(p.arguments || {}).map(([name, value]) => {
+      const input = h("input", { type: "text", id: `edit-${p.id}-${name}`, "data-argument": name, value: json(value),
+        autocomplete: "off", "data-testid": "edit-value" });
+      return [name, value, input];
+    });
+    const editReason = h("input", { type: "text", id: `edit-reason-${p.id}`, maxlength: "2000",
+      "data-testid": "edit-reason", autocomplete: "off" });
+    const editForm = h("form", { class: "edit-form", "data-testid": "edit-form", hidden: true },
+      h("p", { class: "small", text: "Change values as JSON (3, \"F2\"). The changed call becomes a new proposal, " +
+        "approved by you in the same act; the original is recorded as superseded." }),
+      inputs.map(([name, , input]) => h("div", { class: "edit-row" },
+        h("label", { for: input.id, text: `New value of ${name}` }), input)),
+      h("label", { for: editReason.id, text: "Reason for the change (the requester and the model see it)" }),
+      editReason,
+      h("div", { class: "reject-row" },
+        h("button", { type: "submit", class: "btn btn-primary", "data-testid": "confirm-edit", text: "Approve edited call" }),
+        h("button", { type: "button", class: "btn btn-quiet", text: "Cancel",
+          onclick: () => { editForm.hidden = true; editButton.focus(); } })));
+    const select = h("input", { type: "checkbox", id: `select-${p.id}`, "data-testid": "select",
+      onchange: updateBulk });
     const hash = h("code", { class: "hash", "data-testid": "hash", text: p.hash });
     const card = h("li", { class: "card proposal", "data-testid": "proposal", "data-proposal": p.id,
       "aria-labelledby": titleId },
@@ -780,34 +873,21 @@
             "it is refused" : "no versioned resource"),
         h("dt", { text: "Proposal" }), h("dd", {}, h("code", { text: p.id }), ` · policy version ${p.policy_version}`),
         h("dt", { text: "Call hash" }), h("dd", {}, hash)),
-      h("div", { class: "decide" }, approveButton, rejectButton),
-      rejectForm, errorBox);
+      h("div", { class: "decide" }, approveButton, editButton, rejectButton,
+        h("span", { class: "select-row" }, select, h("label", { for: select.id, text: "Select" }))),
+      rejectForm, editForm, errorBox);
     updateTimes(card, p);
 
-    const decide = async (reject) => {
+    const decide = async (reject, edit) => {
       const buttons = card.querySelectorAll("button");
       buttons.forEach((b) => { b.disabled = true; });
       errorBox.textContent = "";
       try {
-        const res = await api("POST", `/v1/proposals/${encodeURIComponent(p.id)}/${reject ? "reject" : "approve"}`,
-          { hash: hash.textContent, reason: reject ? reason.value.trim() : "" });
-        const who = p.requester_name || p.requester;
-        const message = reject
-          ? `Rejected ${p.tool} for ${who}.`
-          : `Approved ${callText(p.tool, p.arguments)} for ${who}: it will run once when their run continues.`;
-        say(message);
-        const decided = $("decided");
-        decided.prepend(h("li", { "data-testid": "decision", "data-status": res.status || (reject ? "rejected" : "approved") },
-          h("span", { class: `pill pill-${reject ? "rejected" : "approved"}`, text: reject ? "rejected" : "approved" }),
-          " ", h("code", { text: callText(p.tool, p.arguments) }),
-          h("span", { class: "small muted", text: ` for ${who} · ${new Date().toLocaleTimeString()}` })));
-        $("decided-section").hidden = false;
-        state.decided.add(p.id);
-        const next = card.nextElementSibling || card.previousElementSibling;
-        card.remove();
-        state.approvals.delete(p.id);
-        renderApprovals([...state.approvals.values()].map((e) => e.data));
-        (next ? next.querySelector("[data-testid=approve]") : $("approvals-refresh")).focus();
+        const path = `/v1/proposals/${encodeURIComponent(p.id)}/${edit ? "edit" : reject ? "reject" : "approve"}`;
+        const body = edit ? { hash: hash.textContent, arguments: edit, reason: editReason.value.trim() }
+          : { hash: hash.textContent, reason: reject ? reason.value.trim() : "" };
+        const res = await api("POST", path, body);
+        decided(p, reject ? "rejected" : edit ? "edited" : "approved", edit ? res.arguments : p.arguments);
       } catch (err) {
         const why = err instanceof ApiError && err.reason ? ` (${err.reason})` : "";
         errorBox.textContent = `Not ${reject ? "rejected" : "approved"}: ${describe(err)}${why}`;
@@ -821,6 +901,25 @@
       }
     };
     approveButton.addEventListener("click", () => decide(false));
+    editButton.addEventListener("click", () => {
+      editForm.hidden = !editForm.hidden;
+      editButton.setAttribute("aria-expanded", String(!editForm.hidden));
+      if (!editForm.hidden) inputs[0][2].focus();
+    });
+    editForm.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const changes = {};
+      for (const [name, value, input] of inputs) {
+        let v;
+        try { v = JSON.parse(input.value); } catch { v = input.value; } // plain text is a string value
+        if (json(v) !== json(value)) changes[name] = v;
+      }
+      if (!Object.keys(changes).length) {
+        errorBox.textContent = "Nothing was changed: approve the call as it is instead.";
+        return;
+      }
+      decide(false, changes);
+    });
     rejectButton.addEventListener("click", () => {
       rejectForm.hidden = !rejectForm.hidden;
       rejectButton.setAttribute("aria-expanded", String(!rejectForm.hidden));
@@ -855,6 +954,8 @@
     });
     $("sign-out").addEventListener("click", () => signOut());
 
+    $("bulk-approve").addEventListener("click", () => decideSelected(false));
+    $("bulk-reject").addEventListener("click", () => decideSelected(true));
     $("ask-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
       const question = $("question").value.trim();
