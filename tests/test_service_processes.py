@@ -231,3 +231,36 @@ def test_the_rate_limit_is_one_count_across_processes(limited: Cluster) -> None:
     assert codes == [200, 200, 200, 429]
     assert response.json()["error"]["code"] == "busy"
     assert 1 <= int(response.headers["Retry-After"]) <= 60
+
+
+def test_bulk_approval_of_ten_proposals_from_two_processes_runs_each_call_once(pair: Cluster, dsn: str) -> None:
+    # ten parts, so that no approved call changes what another was approved against (its resource version)
+    parts = ["HLV-2205", "HLV-2210", "PSU-0505", "TC-K100", "TC-PT100", "FAN-8025", "FUS-T3A15", "CBL-USB2",
+             "OPT-0450", "ENC-2000"]
+    held = [_propose(pair, f"Please reserve 2 {part} units", on=i % 2) for i, part in enumerate(parts)]
+    before = {part: pair.stock(part) for part in parts}
+    body = {"action": "approve", "proposals": [{"id": p["id"], "hash": p["hash"]} for _, p in held]}
+    both = asyncio.run(_spread(pair, "ada", "POST", "/v1/proposals/decide", body, n=2))  # one bulk action on each
+    assert all(r.status_code == 200 for r in both), [r.text for r in both]
+    for i, (_, proposal) in enumerate(held):
+        outcomes = sorted(r.json()["results"][i]["status"] for r in both)
+        assert outcomes == ["approved", "refused"], outcomes  # each approved once, by one of the two
+        refused = next(r.json()["results"][i] for r in both if r.json()["results"][i]["status"] == "refused")
+        assert refused["error"]["reason"] == "used" and refused["proposal_id"] == proposal["id"]
+    assert sum(r.json()["decided"] for r in both) == 10
+
+    for run_id, proposal in held:  # each run resumed on both processes at once
+        resumes = asyncio.run(_spread(pair, "alice", "POST", f"/v1/runs/{run_id}/resume", None, n=2))
+        assert all(r.status_code == 200 for r in resumes), [r.text for r in resumes]
+        for r in resumes:
+            assert [c.get("proposal_id") for c in r.json()["executed"]] == [proposal["id"]], r.json()["refused"]
+    assert {part: pair.stock(part) for part in parts} == {part: n - 2 for part, n in before.items()}
+    with psycopg.connect(dsn) as conn:
+        for _, proposal in held:
+            events = conn.execute("SELECT event FROM toolcrib_audit WHERE proposal_id = %s ORDER BY seq",
+                                  (proposal["id"],)).fetchall()
+            assert [e for (e,) in events if e != "refused"] == ["proposed", "approved", "executed"]
+    with sqlite3.connect(pair.ws / "data" / "demo.sqlite") as db:
+        made = db.execute("SELECT part_number, count(*) FROM reservations WHERE quantity = 2 GROUP BY part_number"
+                          ).fetchall()
+    assert {part: n for part, n in made if part in parts} == dict.fromkeys(parts, 1)
