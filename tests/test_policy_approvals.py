@@ -15,7 +15,7 @@ import pytest
 from toolcrib.errors import InvalidArguments
 from toolcrib.policy.approvals import ApprovalStore, PostgresApprovalStore, SQLiteApprovalStore
 from toolcrib.policy.principal import Principal
-from toolcrib.policy.proposals import ApprovalRefused, proposal_hash
+from toolcrib.policy.proposals import ApprovalRefused, Review, proposal_hash
 
 DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=3"
 ALICE = Principal("alice", "acme", frozenset({"staff"}))
@@ -281,3 +281,38 @@ def test_four_processes_claiming_at_once_exactly_one_wins(backend: tuple[str, st
         p.join(timeout=30)
         assert p.exitcode == 0
     assert outcomes == ["ok", "used", "used", "used"]
+
+
+def test_an_edit_supersedes_the_original_and_approves_a_new_single_use_proposal(store: ApprovalStore) -> None:
+    p = store.propose("reserve_stock", ARGS, ALICE, "1", "v1", run_id="r1")
+    edited_args = {"part": "R-100", "qty": 1}
+    review = Review("", {"qty": ["approver bob"]}, [])
+    assert _refused(lambda: store.edit(p.id, ALICE, edited_args, "v1", review)) == "self_approval"
+    assert _refused(lambda: store.edit(p.id, MALLORY, edited_args, "v1", review)) == "not_an_approver"
+    edited, approval = store.edit(p.id, BOB, edited_args, "v1", review, reason="one is enough", ttl_s=60)
+    assert (edited.supersedes, edited.requester, edited.run_id, edited.status) == (p.id, "alice", "r1", "approved")
+    assert edited.hash == proposal_hash("reserve_stock", edited_args, "alice", "acme", "1", "v1", review) != p.hash
+    assert approval.proposal_hash == edited.hash and approval.approver == "bob"
+    original = store.get(p.id)
+    assert original is not None and (original.status, original.superseded_by) == ("superseded", edited.id)
+    assert (original.decided_by, original.reason) == ("bob", "one is enough")
+    assert store.pending() == []
+    assert _refused(lambda: store.approve(p.id, BOB)) == "superseded"
+    assert _refused(lambda: store.edit(p.id, BOB, {"part": "R-100", "qty": 2}, "v1", review)) == "superseded"
+    assert _refused(lambda: store.claim(p.id, p.hash)) == "superseded"
+    store.claim(edited.id, edited.hash)
+    assert _refused(lambda: store.claim(edited.id, edited.hash)) == "used"
+
+
+def test_expire_due_records_each_expiry_once_with_a_per_proposal_time_to_live(
+        backend: tuple[str, str, str | None], clock: Clock) -> None:
+    with _open(*backend, clock=clock, pending_ttl_s=3600) as store, _open(*backend, clock=clock) as other:
+        short = store.propose("reserve_stock", ARGS, ALICE, "1", "v1", pending_ttl_s=10)
+        long = store.propose("reserve_stock", {"part": "C-1", "qty": 1}, ALICE, "1", "v1")
+        assert short.pending_until == clock.now + 10
+        clock.now += 11
+        assert [p.id for p in store.pending()] == [long.id]
+        assert [(p.id, p.status) for p in store.expire_due()] == [(short.id, "expired")]
+        assert other.expire_due() == [] and store.expire_due() == []
+        clock.now += 3600
+        assert [p.id for p in other.expire_due()] == [long.id]

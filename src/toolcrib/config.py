@@ -158,6 +158,9 @@ class PolicySection(_Section):
     dsn: str | None = None
     separation_of_duties: bool = True
     approval_ttl_s: float = Field(900.0, gt=0)
+    # an undecided proposal expires after this long; [policy.proposal_ttl] sets it per tool (seconds)
+    proposal_ttl_s: float = Field(86_400.0, gt=0)
+    proposal_ttl: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
     version: str = "1"
 
 
@@ -180,6 +183,7 @@ class ServiceSection(_Section):
     """``toolcrib serve``: bounds on what one process accepts and runs."""
 
     queue: int = Field(16, ge=0)  # questions waiting for a model slot; a full queue answers 503
+    expiry_sweep_s: float = Field(5.0, gt=0)  # how often undecided proposals past their time-to-live are expired
     model_slots: int | None = Field(None, gt=0)  # runs at once per process (default: 1 for the embedded model, else 8)
     queue_wait_s: float = Field(120.0, gt=0)  # longest a question waits for a slot before 503
     runs_per_minute: int = Field(60, gt=0)  # asks and resumes per user, shared by every process on [policy] dsn
@@ -225,6 +229,22 @@ class GroupSection(_Section):
     approve: list[str] = Field(default_factory=list)
 
 
+WebhookEvent = Literal["created", "decided", "expired"]
+_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("created", "decided", "expired")
+
+
+class WebhookSection(_Section):
+    """One ``[[webhooks]]`` receiver of proposal events: JSON bodies signed with HMAC-SHA256 under a secret
+    read from the environment variable ``secret_env`` (never from this file), retried with backoff."""
+
+    url: Annotated[str, StringConstraints(pattern=r"^https?://")]
+    secret_env: str | None = None  # unset: bodies are sent unsigned
+    events: list[WebhookEvent] = Field(default_factory=lambda: list(_WEBHOOK_EVENTS))
+    timeout_s: float = Field(5.0, gt=0)
+    retries: int = Field(3, ge=0, le=10)  # attempts after the first, on a refused or failed delivery
+    backoff_s: float = Field(1.0, ge=0)  # wait before retry n: backoff_s * 2 ** (n - 1)
+
+
 class UserSection(_Section):
     name: str = ""
     role: str = ""
@@ -249,6 +269,7 @@ class WorkspaceConfig(_Section):
     service: ServiceSection = Field(default_factory=ServiceSection)
     envelopes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     mcp: MCPSection = Field(default_factory=MCPSection)
+    webhooks: list[WebhookSection] = Field(default_factory=list)
 
 
 def load_config(path: Path) -> WorkspaceConfig:

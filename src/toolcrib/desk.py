@@ -204,6 +204,15 @@ class ApprovalDesk:
                             "error": {"code": refusal.code, "reason": refusal.reason, "message": str(refusal)}})
         return out
 
+    def sweep(self) -> list[Proposal]:
+        """Record the pending proposals past their time-to-live as expired (each once, audited; the
+        webhooks hear of them), so the requester's page and the approvers' list say so."""
+        expired = self.approvals.expire_due()
+        for proposal in expired:
+            self.audit.append("expired", actor="system", decided_by="code", tool=proposal.tool,
+                              proposal_id=proposal.id, detail={"requester": proposal.requester})
+        return expired
+
     def close(self) -> None:
         self.approvals.close()
         self.audit.close()

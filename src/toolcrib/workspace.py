@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # imported where used, so opening a workspace loads no retrie
     from toolcrib.retrieval import Chunker, Embedder, HybridRetriever, Index, IngestReport
     from toolcrib.sandbox import Sandbox
     from toolcrib.sql.base import ReadOnlySQL
+    from toolcrib.webhooks import DeliveryLog
 
 CONFIG_NAME = "toolcrib.toml"
 WORKSPACE_ENV = "TOOLCRIB_WORKSPACE"
@@ -489,7 +490,8 @@ class Workspace:
                                          approval_ttl_s=self.config.policy.approval_ttl_s,
                                          untrusted_sensitive=self.config.tools.untrusted_sensitive,
                                          egress_allowlist=tuple(self.config.tools.egress_allowlist),
-                                         unrequested_writes=self.config.tools.unrequested_writes),
+                                         unrequested_writes=self.config.tools.unrequested_writes,
+                                         proposal_ttl_s=dict(self.config.policy.proposal_ttl)),
                    approvals=approvals or self.approvals(), audit=audit or self.audit(),
                    envelope=envelope, scanner=PatternScanner())
 
@@ -499,12 +501,26 @@ class Workspace:
         return self.config.policy.dsn or os.environ.get("TOOLCRIB_POLICY_DSN") or None
 
     def approvals(self) -> ApprovalStore:
+        """The approval store ([policy] dsn, else SQLite), telling the ``[[webhooks]]`` what happens to proposals."""
         from toolcrib.policy.approvals import PostgresApprovalStore, SQLiteApprovalStore
 
-        if self.policy_dsn:
-            return PostgresApprovalStore(self.policy_dsn)
+        ttl = self.config.policy.proposal_ttl_s
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        return SQLiteApprovalStore(self.state_dir / "approvals.sqlite")
+        store: ApprovalStore = (PostgresApprovalStore(self.policy_dsn, pending_ttl_s=ttl) if self.policy_dsn else
+                                SQLiteApprovalStore(self.state_dir / "approvals.sqlite", pending_ttl_s=ttl))
+        if not self.config.webhooks:
+            return store
+        from toolcrib.webhooks import Notifier, NotifyingApprovalStore
+
+        notifier = Notifier(self.config.webhooks, self.config.workspace.name, self.webhook_log)
+        return NotifyingApprovalStore(store, notifier)
+
+    @property
+    def webhook_log(self) -> DeliveryLog:
+        """Where every webhook delivery attempt is recorded."""
+        from toolcrib.webhooks import DeliveryLog
+
+        return DeliveryLog(self.state_dir / "webhooks.jsonl")
 
     def audit(self) -> AuditStore:
         from toolcrib.policy.audit import PostgresAuditStore, SQLiteAuditStore

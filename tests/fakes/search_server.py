@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from .serving import in_thread
 
 SLOW_S = 2.0
 
@@ -112,11 +113,5 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def search_server() -> Iterator[SearchServer]:
-    server = SearchServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with in_thread(SearchServer()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()

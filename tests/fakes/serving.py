@@ -8,9 +8,11 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import HTTPServer
 from pathlib import Path
 
 import httpx
@@ -76,3 +78,15 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path, ready_s: flo
             last = type(exc).__name__
         time.sleep(0.1)  # polling for readiness
     pytest.fail(f"server {url} not ready within {ready_s:g}s ({last}):\n{log.read_text(errors='replace')}")
+
+
+@contextmanager
+def in_thread(server: HTTPServer) -> Iterator[HTTPServer]:
+    """An in-process HTTP server answering on a daemon thread; shut down and closed afterwards."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -62,6 +62,7 @@ def approve_cmd(proposal_ids: tuple[str, ...], user: str | None, reject: bool, s
     ws = open_workspace(workspace)
     desk = ApprovalDesk(ws)
     if not proposal_ids:
+        desk.sweep()  # what expired undecided is recorded (and its webhook told) before the list is shown
         rows = desk.pending()
         if as_json:
             click.echo(json.dumps(rows))

@@ -59,6 +59,11 @@ class ApprovalStore(ABC):
         """Proposals waiting for a decision, oldest first, optionally for one tenant."""
 
     @abstractmethod
+    def expire_due(self) -> list[Proposal]:
+        """Record every pending proposal past its time-to-live as expired, once (whichever process sweeps
+        first), and return those this call expired."""
+
+    @abstractmethod
     def approval(self, proposal_id: str) -> Approval | None:
         """The approval given to this proposal, used or not, or None."""
 
@@ -196,6 +201,7 @@ class _SQLApprovalStore(ApprovalStore):
     """The shared logic; subclasses give a connection, a placeholder style and row locks."""
 
     _for_update = ""
+    _skip_locked = ""  # rows another sweeper holds are left to it
     _db: SQLiteConnection | PostgresConnection
 
     def __init__(self, *, clock: Callable[[], float], pending_ttl_s: float) -> None:
@@ -312,6 +318,17 @@ class _SQLApprovalStore(ApprovalStore):
             cur.execute(self._sql(query + " ORDER BY created_at, id"), params)
             rows = cur.fetchall()
         return [_ProposalRow.of(row).proposal() for row in rows]
+
+    def expire_due(self) -> list[Proposal]:
+        now = self._clock()
+        with self._tx() as cur:
+            cur.execute(self._sql(f"SELECT {_COLUMNS} FROM toolcrib_proposals WHERE status = 'pending'"
+                                  f" AND COALESCE(pending_until, created_at + ?) <= ?{self._skip_locked}"),
+                        (self.pending_ttl_s, now))
+            rows = [_ProposalRow.of(row) for row in cur.fetchall()]
+            for row in rows:
+                self._set(cur, row.id, status="expired", decided_at=now)
+        return [replace(row.proposal(), status="expired") for row in rows]
 
     def approval(self, proposal_id: str) -> Approval | None:
         with self._tx(write=False) as cur:
@@ -558,6 +575,7 @@ class PostgresApprovalStore(_SQLApprovalStore):
     """Approvals in PostgreSQL, so stateless ``toolcrib serve`` processes share them."""
 
     _for_update = " FOR UPDATE"
+    _skip_locked = " FOR UPDATE SKIP LOCKED"
 
     def __init__(
         self,

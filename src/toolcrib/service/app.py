@@ -128,6 +128,16 @@ class Service:
             return
         self.ready = True
 
+    async def sweep_expired(self) -> None:
+        """Every ``service.expiry_sweep_s``: record proposals past their time-to-live as expired (any
+        process may; each is recorded once)."""
+        while True:
+            await asyncio.sleep(self.ws.config.service.expiry_sweep_s)
+            try:
+                await asyncio.to_thread(self.desk.sweep)
+            except Exception:  # a store that cannot answer now: tried again next time
+                log.exception("sweeping expired proposals failed")
+
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.desk.close()
@@ -345,8 +355,10 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loading = asyncio.create_task(svc.load())
+        sweeping = asyncio.create_task(svc.sweep_expired())
         yield
         loading.cancel()
+        sweeping.cancel()
         svc.close()
 
     app = FastAPI(title="toolcrib", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,

@@ -91,6 +91,8 @@ class GateSettings:
     # a WRITE/ACTUATE the request did not ask for (``Tool.requested_by``), proposed once the run has
     # read content others wrote: allowed ("off"), held with a warning, or refused
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
+    # how long a proposal of this tool waits for a decision before it expires (default: the store's)
+    proposal_ttl_s: Mapping[str, float] = field(default_factory=dict)
 
 
 class Gate:
@@ -331,7 +333,8 @@ class Gate:
         if proposal_id is None:
             review = self.review(tool, values, cctx)
             proposal = self.approvals.propose(tool.name, values, principal, self.policy.version, version,
-                                              run_id=cctx.run_id, trace_id=cctx.tracer.trace_id, review=review)
+                                              run_id=cctx.run_id, trace_id=cctx.tracer.trace_id, review=review,
+                                              pending_ttl_s=self.settings.proposal_ttl_s.get(tool.name))
             shown = {"provenance": review.provenance, "warnings": review.warnings}
             self._audit("proposed", actor=principal.user_id, decided_by="model", tool=tool.name,
                         proposal_id=proposal.id, cctx=cctx, detail={"arguments": self._redacted(tool, values),

@@ -506,8 +506,8 @@
     }
     const refused = proposals.filter((p) => p.status === "rejected" || p.status === "expired");
     if (refused.length) {
-      const words = refused.map((p) => `${p.tool} was ${p.status}${p.decided_by ? ` by ${p.decided_by}` : ""}` +
-        (p.reason ? `: “${p.reason}”` : ""));
+      const words = refused.map((p) => (p.status === "expired" ? `${p.tool} expired with no decision`
+        : `${p.tool} was ${p.status}${p.decided_by ? ` by ${p.decided_by}` : ""}`) + (p.reason ? `: “${p.reason}”` : ""));
       $("waiting").dataset.state = "refused";
       $("waiting-title").textContent = "Not approved";
       waitingNote(`${words.join("; ")}. The call will not run; you can finish the run without it.`);
