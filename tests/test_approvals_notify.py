@@ -4,6 +4,7 @@ delivery retried and logged, and a per-tool time-to-live that the requester sees
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 import time
@@ -71,6 +72,15 @@ def service(tmp_path: Path, receiver: Receiver, extra: str = "") -> Service:
     return Service(demo_copy(tmp_path, toml))
 
 
+def _receiver_example() -> Any:
+    path = Path(__file__).resolve().parent.parent / "docs" / "webhook_receiver.py"
+    spec = importlib.util.spec_from_file_location("webhook_receiver", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def signed(headers: dict[str, str], body: bytes) -> bool:
     return verify(SECRET.encode(), headers[TIMESTAMP], body, headers[SIGNATURE])
 
@@ -97,6 +107,9 @@ def test_created_and_decided_events_are_signed_and_a_refused_delivery_is_retried
     assert first_headers["X-Toolcrib-Delivery"] == again_headers["X-Toolcrib-Delivery"]
     assert json.loads(first_body)["delivery_id"] == created["delivery_id"]
     assert all(signed(h, b) for h, b in receiver.received)
+    example = _receiver_example()  # the documented receiver accepts them too, and refuses a wrong secret
+    assert all(example.verified(SECRET.encode(), h, b) for h, b in receiver.received)
+    assert not example.verified(b"wrong", first_headers, first_body)
     assert not verify(b"another secret", first_headers[TIMESTAMP], first_body, first_headers[SIGNATURE])
     assert not verify(SECRET.encode(), first_headers[TIMESTAMP], first_body + b" ", first_headers[SIGNATURE])
     log = list(svc.ws.webhook_log.entries())

@@ -118,6 +118,23 @@ async def _stdio_scenario(ws: Path, log: Path) -> None:
             again = await client.call_tool("reserve_stock", {"part_number": "F2", "quantity": 3, "_proposal_id": pid})
             assert not again.is_error and stock(ws, "F2") == 2  # the recorded outcome, replayed
 
+            # an approver changes 300 to 2 and approves; the client sends the call it proposed, the edited one runs
+            big = await client.call_tool("reserve_stock", {"part_number": "F1", "quantity": 300})
+            big_id = big.structured_content["approval"]["proposal_id"]
+            edited = json.loads(toolcrib("approve", big_id, "--user", "ada", "--set", "quantity=2", "--reason",
+                                         "two are enough", "--json", "--workspace", str(ws)))
+            assert edited["supersedes"] == big_id and edited["arguments"] == {"part_number": "F1", "quantity": 2}
+            other_call = await client.call_tool("reserve_stock", {"part_number": "F1", "quantity": 5,
+                                                                  "_proposal_id": big_id})
+            assert other_call.is_error and other_call.structured_content["error"]["reason"] == "edited"
+            proposed = {"part_number": "F1", "quantity": 300, "_proposal_id": big_id}
+            ran = await client.call_tool("reserve_stock", proposed)
+            assert not ran.is_error and ran.structured_content["data"]["quantity"] == 2
+            assert ran.structured_content["edited"]["by"] == "ada"
+            assert ran.structured_content["edited"]["changes"] == {"quantity": {"from": 300, "to": 2}}
+            assert ran.structured_content["edited"]["reason"] == "two are enough"
+            assert stock(ws, "F1") == 20
+
             other = await client.call_tool("live_read_temperature", {"channel": "A"})
             assert other.is_error and error_code(other) == "not_permitted"
 

@@ -355,6 +355,8 @@ class Gate:
             edited = self.approvals.get(held.superseded_by)
             if edited is None:
                 raise ApprovalRefused("superseded")
+            if changed_values(held.arguments, values):  # the call sent is not the one proposed
+                raise ApprovalRefused("edited", "the call differs from the one proposed; send the proposed call")
             values, version = self.admit_edit(tool, edited.arguments, principal, cctx.resources)
             edit = {"by": held.decided_by, "changes": changed_values(held.arguments, values),
                     "reason": held.reason, "supersedes": held.id, "proposal_id": edited.id}
