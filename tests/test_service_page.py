@@ -296,3 +296,26 @@ def test_an_approver_edits_the_quantity_and_the_requesters_page_shows_the_edit(b
     for session in (alice, ada):
         assert session.errors == []
         session.context.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_proposal_past_its_tools_time_to_live_shows_as_expired_on_the_requesters_page(
+        browser: Browser, tmp_path: Path) -> None:
+    workspace = tmp_path / "demo"
+    shutil.copytree(DEMO_SOURCE, workspace, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
+    config = workspace / "toolcrib.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "\n[policy.proposal_ttl]\nreserve_stock = 2\n"
+                      "\n[service]\nexpiry_sweep_s = 0.5\n", encoding="utf-8")
+    keys = create_keys(workspace, ("alice", "ada"))
+    with serving(workspace, tmp_path / "serve.log") as url:
+        server = Server(url, workspace, keys)
+        expect.set_options(timeout=WAIT_MS)
+        alice = Session(browser, server, "alice", "Alice Moreno")
+        alice.ask(RESERVE)
+        expect(alice.by("held-status")).to_have_text("waiting for approval")
+        expect(alice.by("held-status")).to_have_text("expired")
+        expect(alice.by("waiting-note")).to_contain_text("reserve_stock expired with no decision")
+        assert server.get("/v1/proposals", "ada").json() == []
+        assert server.stock("F2") == 5
+        assert alice.errors == []
+        alice.context.close()

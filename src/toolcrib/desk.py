@@ -157,9 +157,8 @@ class ApprovalDesk:
             if not changed:
                 raise InvalidArguments("the edit changes no value; approve the call as it is instead")
             source = [f"approver {approver.user_id}"]
-            review = Review(proposal.review.question,
-                            {name: source if name in changed else where for name, where in
-                             {**proposal.review.provenance, **dict.fromkeys(changed, source)}.items()},
+            # the changed values come from the approver; warnings about the values they replaced no longer apply
+            review = Review(proposal.review.question, {**proposal.review.provenance, **dict.fromkeys(changed, source)},
                             [w for w in proposal.review.warnings if not any(n in w for n in changed)])
             edited, approval = self.approvals.edit(
                 proposal_id, approver, values, version, review, reason=reason,
