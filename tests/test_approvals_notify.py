@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 pytest.importorskip("fastapi")
 
 from fakes.serving import in_thread
 from test_service import Service, demo_copy
+from toolcrib.cli import main
 from toolcrib.webhooks import SIGNATURE, TIMESTAMP, verify
 
 SECRET = "s3cret-for-tests"
@@ -116,6 +118,11 @@ def test_created_and_decided_events_are_signed_and_a_refused_delivery_is_retried
     attempts = [(e["delivery_id"], e["attempt"], e["status"], e["ok"]) for e in log]
     assert attempts[:2] == [(created["delivery_id"], 1, 503, False), (created["delivery_id"], 2, 200, True)]
     assert (decided["delivery_id"], 1, 200, True) in attempts
+    shown = CliRunner().invoke(main, ["webhooks", "log", "--workspace", str(svc.root)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].startswith(f"{created['delivery_id']} proposal.created") and "attempt 1 refused 503" in lines[0]
+    assert "attempt 2 ok      200" in lines[1] and receiver.url in lines[1]
 
 
 def test_a_missing_signing_secret_is_a_configuration_error_naming_the_variable(

@@ -47,6 +47,11 @@ state = ".toolcrib"            # traces, index, approvals and the audit record l
 [policy]
 separation_of_duties = true    # an approver may not approve their own request
 approval_ttl_s = 900           # an approval expires after this many seconds
+proposal_ttl_s = 86400         # a proposal nobody decides on expires after this many seconds
+# [policy.proposal_ttl]        # per tool: reserve_stock = 600
+# [[webhooks]]                 # proposal created/decided/expired, signed: see README "The approver's desk"
+# url = "https://chat.example.com/hooks/approvals"
+# secret_env = "TOOLCRIB_WEBHOOK_SECRET"
 
 [groups.staff]                 # which tools each group is offered ("*" = all) and may approve
 tools = ["echo_time"]
