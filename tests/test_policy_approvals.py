@@ -312,6 +312,7 @@ def test_expire_due_records_each_expiry_once_with_a_per_proposal_time_to_live(
         assert short.pending_until == clock.now + 10
         clock.now += 11
         assert [p.id for p in store.pending()] == [long.id]
+        assert _refused(lambda: store.approve(short.id, BOB)) == "expired"  # refused; the sweep records it
         assert [(p.id, p.status) for p in store.expire_due()] == [(short.id, "expired")]
         assert other.expire_due() == [] and store.expire_due() == []
         clock.now += 3600

@@ -505,9 +505,12 @@ class Workspace:
         from toolcrib.policy.approvals import PostgresApprovalStore, SQLiteApprovalStore
 
         ttl = self.config.policy.proposal_ttl_s
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        store: ApprovalStore = (PostgresApprovalStore(self.policy_dsn, pending_ttl_s=ttl) if self.policy_dsn else
-                                SQLiteApprovalStore(self.state_dir / "approvals.sqlite", pending_ttl_s=ttl))
+        store: ApprovalStore
+        if self.policy_dsn:
+            store = PostgresApprovalStore(self.policy_dsn, pending_ttl_s=ttl)
+        else:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            store = SQLiteApprovalStore(self.state_dir / "approvals.sqlite", pending_ttl_s=ttl)
         if not self.config.webhooks:
             return store
         from toolcrib.webhooks import Notifier, NotifyingApprovalStore

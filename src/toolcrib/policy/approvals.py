@@ -235,8 +235,9 @@ class _SQLApprovalStore(ApprovalStore):
         return row.status == "pending" and now >= until
 
     def _check_decidable(self, row: _ProposalRow | None, approver: Principal, now: float,
-                         allow_self: bool, cur: _Cursor) -> ApprovalRefused | None:
-        """Why ``approver`` may not approve (or edit) this locked row now, or None; records an expiry."""
+                         allow_self: bool) -> ApprovalRefused | None:
+        """Why ``approver`` may not approve (or edit) this locked row now, or None. A proposal past its
+        time-to-live is left for ``expire_due`` to record, once, with its audit record and webhook."""
         if row is None:
             return ApprovalRefused("not_found")
         if approver.tenant != row.tenant:
@@ -244,7 +245,6 @@ class _SQLApprovalStore(ApprovalStore):
         if approver.user_id == row.requester and not allow_self:
             return ApprovalRefused("self_approval")
         if self._pending_expired(row, now):
-            self._set(cur, row.id, status="expired")
             return ApprovalRefused("expired")
         if row.status != "pending":
             return self._decided(row.status)
@@ -278,7 +278,8 @@ class _SQLApprovalStore(ApprovalStore):
                     row.status == "pending" and not self._pending_expired(row, now)
                 ):
                     return row.proposal()
-                self._set(cur, row.id, status="expired")
+                if row.status == "approved":  # an unused approval past its expiry; an undecided one: expire_due's
+                    self._set(cur, row.id, status="expired")
             proposal = Proposal(
                 id="prop_" + secrets.token_hex(8), tool=tool, arguments=json.loads(args_json),
                 requester=requester.user_id, tenant=requester.tenant, policy_version=policy_version,
@@ -359,7 +360,7 @@ class _SQLApprovalStore(ApprovalStore):
         decision: Approval | ApprovalRefused
         with self._tx() as cur:
             row = self._row(cur, proposal_id, lock=True)
-            refusal = self._check_decidable(row, approver, now, allow_self, cur)
+            refusal = self._check_decidable(row, approver, now, allow_self)
             if refusal is not None or row is None:
                 decision = refusal or ApprovalRefused("not_found")
             else:
@@ -388,7 +389,7 @@ class _SQLApprovalStore(ApprovalStore):
         decision: tuple[Proposal, Approval] | ApprovalRefused
         with self._tx() as cur:
             row = self._row(cur, proposal_id, lock=True)
-            refusal = self._check_decidable(row, approver, now, allow_self, cur)
+            refusal = self._check_decidable(row, approver, now, allow_self)
             if refusal is not None or row is None:
                 decision = refusal or ApprovalRefused("not_found")
             else:
