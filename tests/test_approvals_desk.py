@@ -181,3 +181,43 @@ def test_cli_approve_with_set_edits_and_several_ids_decide_in_bulk(svc: Service)
     assert [r["status"] for r in json.loads(both.output)] == ["approved", "approved"]
     answer = svc.client.post(f"/v1/runs/{run_id}/resume", headers=svc.as_("alice")).json()
     assert answer["executed"][0]["arguments"]["quantity"] == 3 and svc.stock("F2") == 2
+
+
+@pytest.mark.parametrize("decision", ["edit", "reject"])
+def test_the_models_next_turn_reads_what_the_approver_decided_and_why(tmp_path: Path, decision: str) -> None:
+    from fakes.desk_model import desk
+
+    from toolcrib.desk import ApprovalDesk
+    from toolcrib.models.base import Completion, Message, ToolSpec
+    from toolcrib.models.scripted import FunctionModel
+    from toolcrib.workspace import Workspace
+
+    seen: list[list[Message]] = []
+
+    def model(messages: list[Message], tools: list[ToolSpec] | None) -> Completion | str:
+        seen.append(list(messages))
+        return desk(messages, tools)
+
+    ws = Workspace.open(demo_copy(tmp_path))
+    runner = ws.runner(FunctionModel(model))
+    alice, ada = ws.principal("alice"), ws.principal("ada")
+    paused = runner.ask(BIG, alice)
+    assert paused.outcome == "paused"
+    approvals = ApprovalDesk(ws)
+    [proposal] = approvals.pending(ada)
+    if decision == "edit":
+        approvals.edit(proposal["id"], ada, {"quantity": 3}, reason="the customer wants 3")
+    else:
+        approvals.decide(proposal["id"], ada, reject=True, reason="only 5 in stock")
+    approvals.close()
+    runner.resume(paused.run_id, alice)
+    held, result = [m for m in seen[-1] if m.role == "tool" and m.name == "reserve_stock"]  # held, then decided
+    assert "approval_required" in held.content
+    shown = json.loads(result.content.split("\n")[1])
+    if decision == "edit":
+        assert shown["data"]["quantity"] == 3
+        assert shown["edited"]["by"] == "ada" and shown["edited"]["reason"] == "the customer wants 3"
+        assert shown["edited"]["changes"] == {"quantity": {"from": 300, "to": 3}}
+    else:
+        assert shown["error"]["decision"] == {"by": "ada", "reason": "only 5 in stock"}
+        assert shown["error"]["message"] == 'the proposal was rejected by ada: "only 5 in stock"'
