@@ -14,8 +14,13 @@ from click.testing import CliRunner
 
 pytest.importorskip("fastapi")
 
+from fakes.desk_model import desk
 from test_service import Service, demo_copy
 from toolcrib.cli import main
+from toolcrib.desk import ApprovalDesk
+from toolcrib.models.base import Completion, Message, ToolSpec
+from toolcrib.models.scripted import FunctionModel
+from toolcrib.workspace import Workspace
 
 BIG = "Please reserve 300 F2 filters"
 
@@ -185,13 +190,6 @@ def test_cli_approve_with_set_edits_and_several_ids_decide_in_bulk(svc: Service)
 
 @pytest.mark.parametrize("decision", ["edit", "reject"])
 def test_the_models_next_turn_reads_what_the_approver_decided_and_why(tmp_path: Path, decision: str) -> None:
-    from fakes.desk_model import desk
-
-    from toolcrib.desk import ApprovalDesk
-    from toolcrib.models.base import Completion, Message, ToolSpec
-    from toolcrib.models.scripted import FunctionModel
-    from toolcrib.workspace import Workspace
-
     seen: list[list[Message]] = []
 
     def model(messages: list[Message], tools: list[ToolSpec] | None) -> Completion | str:
