@@ -23,6 +23,7 @@ from toolcrib.policy.audit import (
     PostgresAuditStore,
     SQLiteAuditStore,
     redact_arguments,
+    redact_changes,
 )
 
 DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=3"
@@ -212,3 +213,13 @@ def test_redaction_hides_declared_fields_but_keeps_them_comparable() -> None:
     assert "4111" not in str(out) and "a@example.com" not in str(out)
     assert redact_arguments({"email": "a@example.com"}, ["email"])["email"] == out["email"]
     assert args["email"] == "a@example.com"  # the caller's arguments are untouched
+
+
+def test_an_edits_changes_are_redacted_on_both_sides() -> None:
+    changes = {"email": {"from": "a@example.com", "to": "b@example.com"}, "qty": {"from": 300, "to": 3},
+               "card": {"from": {"number": "4111111111111111"}, "to": {"number": "5500000000000004"}}}
+    out = redact_changes(changes, ("email", "card.number"))
+    assert out["qty"] == {"from": 300, "to": 3}
+    assert "a@example.com" not in str(out) and "b@example.com" not in str(out) and "4111" not in str(out)
+    assert out["email"]["from"] != out["email"]["to"]  # still comparable: two different values
+    assert out["card"]["to"]["number"] == redact_arguments({"n": "5500000000000004"}, ["n"])["n"]

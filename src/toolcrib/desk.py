@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from toolcrib.errors import InvalidArguments, ToolcribError
+from toolcrib.policy.audit import redact_arguments, redact_changes
 from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed_values
 
 if TYPE_CHECKING:
@@ -170,10 +171,11 @@ class ApprovalDesk:
                               proposal_id=proposal_id, detail={"reason": code, "decision": "edit"})
             raise
         self.audit.append("edited", actor=approver.user_id, decided_by="human", tool=proposal.tool,
-                          proposal_id=proposal_id, detail={"superseded_by": edited.id, "changes": changed,
-                                                           "reason": reason})
+                          proposal_id=proposal_id, detail={"superseded_by": edited.id, "reason": reason,
+                                                           "changes": redact_changes(changed, tool.redact)})
         self.audit.append("proposed", actor=approver.user_id, decided_by="human", tool=proposal.tool,
-                          proposal_id=edited.id, detail={"arguments": values, "resource_version": version,
+                          proposal_id=edited.id, detail={"arguments": redact_arguments(values, tool.redact),
+                                                         "resource_version": version,
                                                          "supersedes": proposal_id, "requester": proposal.requester,
                                                          "provenance": review.provenance})
         self.audit.append("approved", actor=approver.user_id, decided_by="human", tool=proposal.tool,

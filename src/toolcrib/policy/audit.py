@@ -112,6 +112,13 @@ def redact_arguments(arguments: Mapping[str, Any], fields: Iterable[str]) -> dic
     return out
 
 
+def redact_changes(changes: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
+    """``redact_arguments`` for an edit's ``{argument: {"from": old, "to": new}}``: both sides of each field."""
+    paths = [f"{first}.{side}{'.' if rest else ''}{rest}" for first, _, rest in (f.partition(".") for f in fields)
+             for side in ("from", "to")]
+    return redact_arguments(changes, paths)
+
+
 class AuditStore(ABC):
     """Append-only, tamper-evident record. There is deliberately no update or delete."""
 

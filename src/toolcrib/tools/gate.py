@@ -25,7 +25,7 @@ from toolcrib.errors import (
     UntrustedSource,
 )
 from toolcrib.models.base import ToolCall
-from toolcrib.policy.audit import AuditStore, redact_arguments
+from toolcrib.policy.audit import AuditStore, redact_arguments, redact_changes
 from toolcrib.policy.policy import Policy
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed_values, proposal_hash
@@ -383,7 +383,8 @@ class Gate:
         title = f"{'Edited and approved' if edit else 'Approved'} by {approval.approver}: {tool.name}"
         cctx.tracer.record(EventKind.CALL_APPROVED, title, decided_by="human", tool=tool.name, call_id=call.id,
                            effect=tool.effect.value, arguments=self._redacted(tool, values), proposal_id=proposal_id,
-                           detail={"approver": approval.approver, **({"edited": edit} if edit else {})})
+                           detail={"approver": approval.approver, **({"edited": {
+                               **edit, "changes": redact_changes(edit["changes"], tool.redact)}} if edit else {})})
         try:
             value = await self._invoke(tool, values, cctx)
         except ToolTimeout:
