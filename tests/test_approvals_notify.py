@@ -159,3 +159,22 @@ def test_a_proposal_past_its_tools_time_to_live_expires_the_requester_sees_it_an
     assert [(r.event, r.actor, r.decided_by) for r in records] == [
         ("proposed", "alice", "model"), ("expired", "system", "code"), ("refused", "ada", "policy")]
     assert svc.stock("F2") == 5
+
+
+def test_a_tools_redacted_fields_never_leave_in_a_webhook(tmp_path: Path, receiver: Receiver) -> None:
+    from toolcrib.config import WebhookSection
+    from toolcrib.policy.proposals import Proposal
+    from toolcrib.webhooks import DeliveryLog, Notifier
+
+    receiver.refuse = 0
+    notifier = Notifier([WebhookSection(url=receiver.url, events=["created"])], "ws", DeliveryLog(tmp_path / "log"),
+                        redact=lambda tool: ("card",) if tool == "charge" else ())
+    proposal = Proposal("prop_1", "charge", {"card": "4111111111111111", "amount": 5}, "alice", "t", "1", "", "h",
+                        time.time())
+    notifier.notify("created", proposal)
+    notifier.notify("decided", proposal)  # not an event this webhook takes
+    notifier.close()
+    [sent] = receiver.accepted()
+    assert "4111" not in json.dumps(sent) and sent["proposal"]["arguments"]["amount"] == 5
+    assert sent["proposal"]["arguments"]["card"].startswith("[redacted:sha256:")
+    assert SIGNATURE not in receiver.received[0][0]  # no secret_env: sent unsigned

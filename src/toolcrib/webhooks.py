@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import httpx
 from toolcrib.config import WebhookEvent, WebhookSection
 from toolcrib.errors import ConfigError
 from toolcrib.policy.approvals import ApprovalStore
+from toolcrib.policy.audit import redact_arguments
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import Approval, Proposal, Review
 
@@ -75,6 +77,13 @@ def _call(proposal: Proposal) -> str:
     return f"{proposal.tool}({', '.join(f'{k}={json.dumps(v)}' for k, v in proposal.arguments.items())})"
 
 
+def _redacted(proposal: Proposal | None, redact: Callable[[str], Sequence[str]]) -> Proposal | None:
+    """The proposal with its tool's redacted fields hidden, as the audit record shows them."""
+    if proposal is None or not (fields := redact(proposal.tool)):
+        return proposal
+    return replace(proposal, arguments=redact_arguments(proposal.arguments, fields))
+
+
 def _text(event: WebhookEvent, proposal: Proposal, original: Proposal | None) -> str:
     """The one line a chat tool shows."""
     call = _call(proposal)
@@ -94,7 +103,8 @@ class Notifier:
     """Sends proposal events to the workspace's webhooks, each on its own, retried, logged."""
 
     def __init__(self, hooks: Sequence[WebhookSection], workspace: str, log: DeliveryLog, *,
-                 env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 redact: Callable[[str], Sequence[str]] = lambda tool: (), env: Mapping[str, str] | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         env = os.environ if env is None else env
         self._hooks: list[tuple[WebhookSection, bytes | None]] = []
         for hook in hooks:
@@ -108,6 +118,7 @@ class Notifier:
             self._hooks.append((hook, secret))
         self.workspace = workspace
         self.log = log
+        self._redact = redact  # a tool's fields that never leave in clear (``@tool(redact=...)``)
         self._sleep = sleep
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="toolcrib-webhook")
         self._futures: set[Future[None]] = set()
@@ -115,6 +126,8 @@ class Notifier:
 
     def notify(self, event: WebhookEvent, proposal: Proposal, original: Proposal | None = None) -> None:
         """Queue ``event`` for every webhook that takes it."""
+        proposal = _redacted(proposal, self._redact) or proposal
+        original = _redacted(original, self._redact)
         for hook, secret in self._hooks:
             if event not in hook.events:
                 continue

@@ -515,7 +515,8 @@ class Workspace:
             return store
         from toolcrib.webhooks import Notifier, NotifyingApprovalStore
 
-        notifier = Notifier(self.config.webhooks, self.config.workspace.name, self.webhook_log)
+        notifier = Notifier(self.config.webhooks, self.config.workspace.name, self.webhook_log,
+                            redact=lambda name: tool.redact if (tool := self.registry.get(name)) else ())
         return NotifyingApprovalStore(store, notifier)
 
     @property
