@@ -504,9 +504,11 @@
       settle(record.answer, [], run, gen);
       return;
     }
-    const refused = proposals.filter((p) => p.status === "rejected" || p.status === "expired");
+    const ended = (status) => status === "rejected" || status === "expired";
+    const refused = proposals.filter((p) => ended(p.status) || (p.edit && ended(p.edit.status)));
     if (refused.length) {
-      const words = refused.map((p) => (p.status === "expired" ? `${p.tool} expired with no decision`
+      const words = refused.map((p) => (p.edit ? `${p.tool}, as edited by ${p.edit.by}, ${p.edit.status === "expired"
+        ? "expired before the run continued" : "was revoked"}` : p.status === "expired" ? `${p.tool} expired with no decision`
         : `${p.tool} was ${p.status}${p.decided_by ? ` by ${p.decided_by}` : ""}`) + (p.reason ? `: “${p.reason}”` : ""));
       $("waiting").dataset.state = "refused";
       $("waiting-title").textContent = "Not approved";
