@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -24,6 +25,7 @@ from toolcrib import (
     tool,
 )
 from toolcrib.models.scripted import parse_arguments
+from toolcrib.policy.audit import SQLiteAuditStore
 from toolcrib.tools.grounding import Grounding
 
 CALLS: list[str] = []
@@ -212,6 +214,20 @@ def test_reads_are_cached_per_user() -> None:
     bob = Principal("bob", tenant="t2", groups=frozenset({"support"}))
     run(call("lookup_part", part_number="HLV-2205"), said="HLV-2205", gate=gate, principal=bob)
     assert CALLS == ["HLV-2205", "HLV-2205"]
+
+
+def test_a_read_served_from_the_cache_is_audited_too(tmp_path: Path) -> None:
+    CALLS.clear()
+    audit = SQLiteAuditStore(tmp_path / "audit.db")
+    gate = Gate(REGISTRY, POLICY, audit=audit)
+    for _ in range(2):
+        outcome, _ = run(call("lookup_part", part_number="HLV-2205"), said="HLV-2205", gate=gate)
+    assert CALLS == ["HLV-2205"] and outcome.cached
+    reads = [r for r in audit.records() if r.event == "executed" and r.tool == "lookup_part"]
+    assert [(r.actor, r.decided_by) for r in reads] == [("alice", "code"), ("alice", "cache")]
+    assert reads[1].detail == {"arguments": {"part_number": "HLV-2205"}, "cached": True}
+    assert audit.verify().ok
+    audit.close()
 
 
 def test_independent_reads_run_in_parallel() -> None:

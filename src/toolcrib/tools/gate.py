@@ -458,19 +458,21 @@ class Gate:
             cctx.tracer.record(EventKind.CONTENT_FLAGGED, f"Untrusted content flagged in {tool.name}",
                                tool=tool.name, call_id=call.id, detail=flags)
         effect = tool.effect.value
+        arguments = self._redacted(tool, call.arguments)
         if not cached:
-            arguments = self._redacted(tool, call.arguments)
             cctx.tracer.record(EventKind.CALL_EXECUTED, f"Run tool: {tool.name}",
                                decided_by="human" if proposal_id else "code", tool=tool.name, call_id=call.id,
                                effect=effect, arguments=arguments, status="ok", proposal_id=proposal_id,
                                ms=(time.perf_counter() - start) * 1000,
                                detail=self._executed_detail(tool, result, payload))
-            if tool.effect is Effect.READ and self.audit is not None:
-                # one record per READ call: group-committed (acknowledged once its batch commits, and
-                # before any later proposal, approval or execution record: see policy/audit.py)
-                self.audit.append_deferred("executed", actor=cctx.principal.user_id, decided_by="code",
-                                           tool=tool.name, trace_id=cctx.tracer.trace_id,
-                                           detail={"arguments": arguments})
+        if tool.effect is Effect.READ and self.audit is not None:
+            # one record per READ call, a cache hit too (who read what): group-committed (acknowledged
+            # once its batch commits, and before any later proposal, approval or execution record:
+            # see policy/audit.py)
+            self.audit.append_deferred("executed", actor=cctx.principal.user_id,
+                                       decided_by="cache" if cached else "code", tool=tool.name,
+                                       trace_id=cctx.tracer.trace_id,
+                                       detail={"arguments": arguments, **({"cached": True} if cached else {})})
         # only untrusted content needs vouching for; a search over many documents is not the user
         # pointing at one of them
         asked = not tool.trusted and tool.result_sources is None and self._asked_by_user(call, tool, cctx)
