@@ -383,3 +383,27 @@ def test_jwt_verified_against_a_jwks_file(tmp_path: Path) -> None:
     with service.client as client:
         assert client.get("/v1/me", headers={"Authorization": f"Bearer {good}"}).json()["user"] == "ada"
         assert client.get("/v1/me", headers={"Authorization": f"Bearer {bad}"}).status_code == 401
+
+
+def test_every_refusal_is_in_the_error_shape_and_declared_in_the_openapi_document(svc: Service) -> None:
+    alice = svc.as_("alice")
+    refusals = {
+        "unknown route": svc.client.get("/v1/nowhere", headers=alice),
+        "method not allowed": svc.client.delete("/v1/me", headers=alice),
+        "unparseable body": svc.client.post("/v1/ask", content=b"{not json", headers={
+            **alice, "Content-Type": "application/json"}),
+        "huge integer": svc.client.get("/v1/audit?after=-484803022829390397440&limit=-67846", headers=alice),
+        "limit out of range": svc.client.get("/v1/runs?limit=100000", headers=alice),
+    }
+    for what, response in refusals.items():
+        assert 400 <= response.status_code < 500, (what, response.status_code, response.text)
+        body = response.json()
+        assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"], (what, body)
+    assert refusals["unknown route"].json()["error"]["code"] == "not_found"
+    assert refusals["method not allowed"].json()["error"]["code"] == "method_not_allowed"
+    document = svc.client.get("/openapi.json").json()
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            declared = set(operation["responses"])
+            assert {"400", "401", "403", "404", "409", "413", "422", "429", "503"} <= declared, (method, path)
+    assert "ErrorBody" in document["components"]["schemas"]

@@ -19,11 +19,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Header, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolcrib.agent.answer import Answer
@@ -342,6 +343,32 @@ def _too_large(limit: int) -> JSONResponse:
     return _error(413, "too_large", f"the request body is over {limit} bytes (service.max_body_bytes)")
 
 
+_MAX_SEQ = 2**63 - 1  # the largest sequence number a store can hold
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    reason: str | None = None  # an approval refused: why (``used``, ``stale``, ``expired`` ...)
+
+
+class ErrorBody(BaseModel):
+    """Every error the service answers: a stable ``code`` and a message for people."""
+
+    error: ErrorDetail
+
+
+# every operation may answer these, always in the one error shape
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": text} for status, text in (
+        (400, "Bad request (a value the operation cannot take)"), (401, "No valid credential"),
+        (403, "Not allowed for this caller"), (404, "Not found (or not the caller's)"),
+        (405, "Method not allowed"), (409, "Conflict (an approval refused: used, stale, edited)"),
+        (413, "Request body too large"), (422, "Invalid request"), (429, "Too many runs"),
+        (500, "Internal error"), (503, "Busy or not ready; see Retry-After"))}
+
+
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None,
            **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status, headers=headers)
@@ -362,6 +389,7 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
         svc.close()
 
     app = FastAPI(title="toolcrib", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  responses=_ERROR_RESPONSES,
                   description="The model proposes, the application decides: ask questions over a workspace's "
                               "tools and documents, stream each run, and decide on held calls.")
     app.state.service = svc
@@ -403,6 +431,13 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return _error(422, "invalid_request", f"{where or 'body'}: {first.get('msg', 'invalid request')}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # the framework's own refusals (an unknown route, a method not allowed, a body it cannot parse)
+        # in toolcrib's error shape
+        code = _HTTP_CODES.get(exc.status_code, "invalid_request" if exc.status_code < 500 else "internal_error")
+        return _error(exc.status_code, code, str(exc.detail), dict(exc.headers or {}) or None)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -455,9 +490,9 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
         return await svc.respond(request, principal, job, body.mode)
 
     @app.get("/v1/runs", tags=["runs"])
-    def runs(principal: Caller, limit: int = 20) -> list[dict[str, Any]]:
+    def runs(principal: Caller, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> list[dict[str, Any]]:
         """The caller's runs, newest first."""
-        return [r.summary() for r in svc.runs.for_user(principal.user_id, limit=max(1, min(limit, 100)))
+        return [r.summary() for r in svc.runs.for_user(principal.user_id, limit=limit)
                 if r.tenant == principal.tenant]
 
     @app.get("/v1/runs/{run_id}", tags=["runs"])
@@ -535,9 +570,10 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
         return svc.ingest_status(principal)
 
     @app.get("/v1/audit", tags=["workspace"])
-    def audit(principal: Caller, after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
-        """Audit records of the caller's tenant (approvers) or of the caller."""
-        return svc.audit_view(principal, after, max(1, min(limit, 1000)))
+    def audit(principal: Caller, after: Annotated[int, Query(ge=0, le=_MAX_SEQ)] = 0,
+              limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
+        """Audit records of the caller's tenant (approvers) or of the caller, after sequence number ``after``."""
+        return svc.audit_view(principal, after, limit)
 
     @app.get("/metrics", tags=["workspace"], response_class=PlainTextResponse)
     def metrics(principal: Caller) -> PlainTextResponse:
