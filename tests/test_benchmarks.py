@@ -19,6 +19,7 @@ SCRIPTS: dict[str, tuple[str | None, int]] = {
     "demo_retrieval": (None, 300),
     "beir": (None, 300),  # --quick is the scale run: synthetic chunks
     "serve_load": (None, 300),
+    "api_fuzz": (None, 300),
     "local_model": (None, 600),
     "scanner": ("bipia", 300),
     "injection": ("agentdojo", 300),
