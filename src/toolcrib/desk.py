@@ -41,7 +41,7 @@ class ApprovalDesk:
             proposal.pending_until if proposal.pending_until is not None
             else proposal.created_at + self.approvals.pending_ttl_s)
         status = proposal.status
-        if status == "pending" and expires <= time.time():  # recorded as expired when next touched
+        if status == "pending" and expires <= time.time():  # shown as expired; the next sweep records it
             status = "expired"
         out = {"id": proposal.id, "tool": proposal.tool, "effect": tool.effect.value if tool else None,
                "arguments": proposal.arguments, "requester": proposal.requester,
