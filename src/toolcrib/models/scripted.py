@@ -57,7 +57,28 @@ def _reply_to_completion(reply: Any, index: int, source: str) -> Completion:
 
 
 class ScriptedModel(Model):
-    """Returns queued replies in order and records every request it was given."""
+    """Returns queued replies in order and records every request it was given.
+
+    A reply is a string (a text answer) or ``{"tool_calls": [{"name", "arguments"}], "text"?}``; the
+    same list, in a JSON or YAML file, is the ``scripted:FILE`` model spec.
+
+    ```py
+    from toolcrib import Gate, GroupPolicy, Principal, Registry, Runner, ScriptedModel, tool
+
+
+    @tool(description="Return the time of day.")
+    def get_time() -> dict:
+        return {"time": "10:00"}
+
+
+    model = ScriptedModel([{"tool_calls": [{"name": "get_time", "arguments": {}}]}, "It is 10:00 [get_time#1]."])
+    gate = Gate(Registry([get_time]), GroupPolicy({"staff": ["*"]}))
+    answer = Runner(model, gate).ask("What time is it?", Principal("me", groups=frozenset({"staff"})))
+    model.assert_complete()  # every scripted reply was asked for
+    print(answer.text, len(model.requests))
+    #> It is 10:00 [get_time#1]. 2
+    ```
+    """
 
     supports_tools = True
     supports_parallel_calls = True
@@ -126,7 +147,29 @@ class ScriptedModel(Model):
 
 
 class FunctionModel(Model):
-    """Wraps a plain function ``(messages, tools) -> Completion | str`` as a model."""
+    """Wraps a plain function ``(messages, tools) -> Completion | str`` as a model.
+
+    ```py
+    from toolcrib import Completion, FunctionModel, Gate, GroupPolicy, Principal, Registry, Runner, ToolCall, tool
+
+
+    @tool(description="Return the time of day.")
+    def get_time() -> dict:
+        return {"time": "10:00"}
+
+
+    def decide(messages, tools):
+        if messages[-1].role == "tool":  # the call's result is in: answer from it
+            return "It is 10:00 [get_time#1]."
+        return Completion(tool_calls=(ToolCall(id="c1", name="get_time", arguments={}),))
+
+
+    gate = Gate(Registry([get_time]), GroupPolicy({"staff": ["*"]}))
+    answer = Runner(FunctionModel(decide), gate).ask("What time is it?", Principal("me", groups=frozenset({"staff"})))
+    print(answer.text)
+    #> It is 10:00 [get_time#1].
+    ```
+    """
 
     supports_tools = True
     supports_parallel_calls = True

@@ -1,6 +1,6 @@
 """The HTTP service: ``toolcrib serve``. An ASGI app (FastAPI) over one workspace.
 
-Every endpoint but ``/healthz``, ``/readyz`` and the page's static files needs a bearer credential;
+Every endpoint but ``/healthz``, ``/readyz``, the API docs and the page's static files needs a bearer credential;
 the principal comes from it, never from a body. Runs execute on a thread pool sized to the model slots
 (``RunSlots``); everything else (approvals, run reads, health) runs beside them and never waits behind
 a model. A user sees only their tenant's proposals and audit and only their own runs; anything else
@@ -21,7 +21,8 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -587,7 +588,27 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    _api_docs(app)
     return app
+
+
+def _api_docs(app: FastAPI) -> None:
+    """Interactive API docs at ``/docs``: Swagger UI from files a package bundles (fastapi-offline, in the
+    ``server`` extra), never from a CDN, so they work where nothing outside can be reached."""
+    try:
+        import fastapi_offline
+    except ImportError:  # an older install without it: no /docs, the rest of the service is unchanged
+        return
+    assets = Path(fastapi_offline.__file__).parent / "static"
+
+    @app.get("/docs", include_in_schema=False)
+    async def api_docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="toolcrib API",
+                                   swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs/assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs/assets/favicon.png")
+
+    app.mount("/docs/assets", StaticFiles(directory=assets), name="docs-assets")
 
 
 def app_from_env() -> FastAPI:

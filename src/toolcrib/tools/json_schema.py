@@ -53,6 +53,20 @@ def json_schema_tool(
     properties unless they say so with ``additionalProperties``; the schema offered to the model
     says so too. Every ``prefixItems`` position is required. Raises ``ConfigError`` naming the tool
     and parameter for a schema that cannot be checked.
+
+    ```py
+    from toolcrib import json_schema_tool
+
+    schema = {
+        "type": "object",
+        "properties": {"from": {"type": "string"}, "to": {"type": "string"}},
+        "required": ["from", "to"],
+    }
+    flights = json_schema_tool("search_flights", "Find flights between two airports.", schema,
+                               lambda **arguments: {"found": False, "asked": arguments})
+    print(flights.name, flights.effect.value, flights.parameters["additionalProperties"])
+    #> search_flights read False
+    ```
     """
     offered = copy.deepcopy(dict(parameters))
     if "$ref" in offered:  # {"$ref": "#/definitions/Args", "definitions": {...}}: the object itself, inline

@@ -525,6 +525,25 @@ def tool(fn: Callable[..., Any] | None = None, /, **options: Any) -> Tool | Call
     The schema comes from type hints (``Annotated[int, Field(gt=0)]`` constraints included), the
     description from the docstring's first paragraph, argument descriptions from its ``Args:`` or
     from ``Annotated[str, Field(description=...)]``.
+
+    ```py
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from toolcrib import Effect, tool
+
+
+    @tool(effect=Effect.WRITE, description="Reserve units of a part.")
+    def reserve_stock(part_number: str, quantity: Annotated[int, Field(gt=0)]) -> dict:
+        return {"reserved": quantity}
+
+
+    print(reserve_stock.name, reserve_stock.effect.value, reserve_stock.parameters["required"])
+    #> reserve_stock write ['part_number', 'quantity']
+    print(reserve_stock.parameters["properties"]["quantity"])
+    #> {'exclusiveMinimum': 0, 'type': 'integer'}
+    ```
     """
     if fn is not None:
         return make_tool(fn)

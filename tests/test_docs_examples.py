@@ -1,0 +1,117 @@
+"""Every code example on the documentation site (``docs/``, the README) and in the public docstrings runs.
+
+Python blocks run with pytest-examples: a ``print`` must be followed by its output as ``#>`` lines, so an
+example whose result changes fails. Shell blocks run in a fresh folder, page by page, after the files
+the page asks the reader to save (a block with ``title="path"``) are written there. A block marked
+``test="skip"`` is not run: it needs a server, a key, a network or minutes of set-up, and is covered
+elsewhere (the Quick start by CI; the service commands by ``tests/test_docs_get_started.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pytest_examples import CodeExample, EvalExample, find_examples
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+SOURCES = [ROOT / "README.md", DOCS, ROOT / "src" / "toolcrib"]
+FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.MULTILINE | re.DOTALL)
+SLOW_PAGES = {"get-started/first-question.md", "get-started/first-tool.md"}  # they run the embedded model
+
+PYTHON_EXAMPLES = [e for e in find_examples(*SOURCES) if e.prefix_settings().get("test") != "skip"]
+
+
+def test_the_site_and_the_docstrings_have_examples_to_run() -> None:
+    in_docstrings = [e for e in PYTHON_EXAMPLES if e.path.suffix == ".py"]
+    assert len(PYTHON_EXAMPLES) >= 10
+    assert len(in_docstrings) >= 4, "the public docstrings' examples were not found"
+
+
+@pytest.mark.parametrize("example", PYTHON_EXAMPLES, ids=str)
+def test_python_example(example: CodeExample, eval_example: EvalExample, tmp_path: Path,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
+    eval_example.set_config(line_length=120, target_version="py311")
+    if eval_example.update_examples:
+        eval_example.run_print_update(example)
+    else:
+        eval_example.run_print_check(example)
+
+
+@dataclass
+class Block:
+    info: str
+    body: str
+
+    @property
+    def language(self) -> str:
+        return self.info.split(" ", 1)[0].strip("{.")
+
+    @property
+    def title(self) -> str | None:
+        found = re.search(r'title="([^"]+)"', self.info)
+        return found.group(1) if found else None
+
+    @property
+    def skipped(self) -> bool:
+        return 'test="skip"' in self.info
+
+
+def blocks(page: Path) -> list[Block]:
+    return [Block(m["info"], m["body"]) for m in FENCE.finditer(page.read_text(encoding="utf-8"))]
+
+
+def pages_with_shell() -> Iterator[object]:
+    for page in sorted([ROOT / "README.md", *DOCS.rglob("*.md")]):
+        found = [b for b in blocks(page) if b.language in ("bash", "sh", "console") and not b.skipped]
+        if found:
+            name = page.relative_to(DOCS).as_posix() if page.is_relative_to(DOCS) else page.name
+            marks = [pytest.mark.slow, pytest.mark.timeout(600)] if name in SLOW_PAGES else []
+            yield pytest.param(page, id=name, marks=marks)
+
+
+def write_files(page: Path, folder: Path) -> None:
+    """The files a page asks its reader to save, as the page shows them."""
+    for block in blocks(page):
+        if block.title and not block.skipped:
+            target = folder / block.title
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block.body, encoding="utf-8")
+
+
+@pytest.mark.parametrize("page", list(pages_with_shell()))
+def test_shell_examples(page: Path, tmp_path: Path) -> None:
+    """A page's shell blocks, in order, in an empty folder with ``toolcrib`` on the PATH, each exiting 0."""
+    write_files(page, tmp_path)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               TOOLCRIB_HOME=str(tmp_path / ".home"))
+    env.pop("TOOLCRIB_WORKSPACE", None)
+    for block in blocks(page):
+        if block.language not in ("bash", "sh", "console") or block.skipped:
+            continue
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.body], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{page.name}: {block.body}\n{done.stdout}\n{done.stderr}"
+        assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_every_fence_is_one_the_site_renders() -> None:
+    """A fence option the renderer does not know drops the block's highlighting silently: only ``title`` and
+    ``test`` are used (the site's hook strips ``test``)."""
+    for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        for block in blocks(page):
+            options = set(re.findall(r'(\w+)=', block.info))
+            assert options <= {"title", "test"}, f"{page}: {block.info}"
+
+
+def test_the_shell_of_the_tool_pages_needs_no_network_tool() -> None:
+    assert shutil.which("bash")
