@@ -20,6 +20,7 @@ SCRIPTS: dict[str, tuple[str | None, int]] = {
     "beir": (None, 300),  # --quick is the scale run: synthetic chunks
     "serve_load": (None, 300),
     "api_fuzz": (None, 300),
+    "chaos": (None, 300),  # --quick: every fault but one twin, a 5 s soak; needs initdb (skips itself without)
     "local_model": (None, 600),
     "scanner": ("bipia", 300),
     "injection": ("agentdojo", 300),

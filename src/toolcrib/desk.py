@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from toolcrib.errors import InvalidArguments, ToolcribError
-from toolcrib.policy.audit import redact_arguments, redact_changes
+from toolcrib.policy.audit import Wanted, redact_arguments, redact_changes
 from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed_values
 
 if TYPE_CHECKING:
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from toolcrib.workspace import Workspace
 
 MAX_BULK = 100  # proposals decided in one bulk action
+STALL_GRACE_S = 2.0  # past a call's timeout, the seconds its process has to record the outcome
+RECONCILE_SETTLE_S = 5.0  # a decision's own audit record is appended within this; after it, the sweep may
+RECONCILE_LOOKBACK_S = 86_400.0  # how far back a process's first sweep checks
 
 
 class ApprovalDesk:
@@ -30,6 +33,7 @@ class ApprovalDesk:
         self.ws = ws
         self.approvals = ws.approvals()
         self.audit = ws.audit()
+        self._reconciled_to: float | None = None  # ``reconcile`` has checked changes up to this time
 
     def view(self, proposal: Proposal) -> dict[str, Any]:
         """A proposal as its approver sees it: the exact call and its effect, who asked and for what question,
@@ -207,12 +211,49 @@ class ApprovalDesk:
 
     def sweep(self) -> list[Proposal]:
         """Record the pending proposals past their time-to-live as expired (each once, audited; the
-        webhooks hear of them), so the requester's page and the approvers' list say so."""
+        webhooks hear of them), so the requester's page and the approvers' list say so; and record as
+        ``outcome_unknown`` the approved calls whose process died while running them (see
+        ``abandon_stalled``), so their runs resume with that outcome instead of waiting for it."""
         expired = self.approvals.expire_due()
         for proposal in expired:
             self.audit.append("expired", actor="system", decided_by="code", tool=proposal.tool,
                               proposal_id=proposal.id, detail={"requester": proposal.requester})
+        for proposal in self.approvals.abandon_stalled(self._stall_limit):
+            self.audit.append("outcome_unknown", actor="system", decided_by="code", tool=proposal.tool,
+                              proposal_id=proposal.id, detail={"reason": "its process stopped while running it"})
+        self.reconcile()
         return expired
+
+    def reconcile(self, now: float | None = None) -> int:
+        """Give the audit the records of decisions and outcomes the approval store holds and the audit does
+        not: a process killed between committing one and appending its record (they are two databases,
+        or two transactions) leaves that gap, and the next sweep of any process closes it, with
+        ``detail.recovered`` and the time it happened. Looks at what changed since the last call (the
+        first call: the last ``RECONCILE_LOOKBACK_S``) up to ``RECONCILE_SETTLE_S`` ago, so a live
+        process's own append is not raced. Returns the records appended."""
+        now = time.time() if now is None else now
+        end = now - RECONCILE_SETTLE_S
+        start = self._reconciled_to if self._reconciled_to is not None else now - RECONCILE_LOOKBACK_S
+        if end <= start:
+            return 0
+        wanted = []
+        for proposal, event, when in self.approvals.changes_between(start, end):
+            edited = bool(proposal.supersedes)
+            if event == "proposed":
+                actor, by = (proposal.decided_by, "human") if edited else (proposal.requester, "model")
+            elif event in ("approved", "rejected", "edited"):
+                actor, by = proposal.decided_by, "human"
+            else:
+                actor, by = "system", "code"
+            wanted.append(Wanted(event, actor, by, proposal.tool, proposal.id, {"recovered": True, "at": when}))
+        appended = self.audit.append_missing(wanted)
+        self._reconciled_to = end
+        return appended
+
+    def _stall_limit(self, name: str) -> float:
+        """How long after its claim a call may still be running: its timeout, and a grace for recording."""
+        tool = self.ws.registry.get(name)
+        return (tool.timeout_s if tool is not None else 60.0) + STALL_GRACE_S
 
     def close(self) -> None:
         self.approvals.close()

@@ -22,7 +22,9 @@
         ├── MissingDependency     an optional backend whose extra is not installed
         ├── ModelUnavailable      a model backend that cannot be reached or loaded
         ├── LimitExceeded         a run limit (rounds, calls, tokens, wall time) was reached
-        └── TraceFormatError      a trace record of an unknown schema version or event kind
+        ├── TraceFormatError      a trace record of an unknown schema version or event kind
+        └── StoreUnavailable      a store's database or disk cannot be reached or written now
+                                  (PostgreSQL down or restarting, a full disk): try again later
 """
 
 from __future__ import annotations
@@ -134,3 +136,17 @@ class LimitExceeded(OperatorError):
 
 class TraceFormatError(OperatorError):
     """A trace record that is not an event of a schema version this toolcrib reads."""
+
+
+class StoreUnavailable(OperatorError):
+    """A store (approvals, audit, runs, keys) cannot be reached or written now: its PostgreSQL server is
+    down or restarting, or its disk is full. Nothing was recorded by the step that raised it; the service
+    answers 503 with ``Retry-After``, and the same request succeeds once the store is back."""
+
+    code = "unavailable"
+    retry_after = 2  # seconds: a restarting PostgreSQL is usually back within this
+
+    def __init__(self, message: str, *, what: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.what = what

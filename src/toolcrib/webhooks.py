@@ -223,6 +223,12 @@ class NotifyingApprovalStore(ApprovalStore):
             self.notifier.notify("expired", proposal)
         return expired
 
+    def abandon_stalled(self, limit_s: Callable[[str], float]) -> list[Proposal]:
+        return self.inner.abandon_stalled(limit_s)
+
+    def changes_between(self, start: float, end: float) -> list[tuple[Proposal, str, float]]:
+        return self.inner.changes_between(start, end)
+
     def approval(self, proposal_id: str) -> Approval | None:
         return self.inner.approval(proposal_id)
 

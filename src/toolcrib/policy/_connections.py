@@ -1,5 +1,11 @@
 """The database connections the approval and audit stores share: one per store and process,
-re-opened after a fork, guarded by a lock, handing out one transaction at a time."""
+re-opened after a fork, guarded by a lock, handing out one transaction at a time.
+
+A database that cannot be reached or written now (PostgreSQL down or restarting, a full disk) raises
+``StoreUnavailable`` from any transaction: nothing of it was committed, and the next transaction tries
+again. A PostgreSQL connection the server dropped (a restart) is replaced before its transaction begins,
+so the first request after a restart is answered, not refused.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,11 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from toolcrib.errors import ConfigError, MissingDependency
+from toolcrib.errors import MissingDependency, StoreUnavailable
 
 
 def _sqlite_connect(path: str) -> sqlite3.Connection:
@@ -56,6 +62,18 @@ class _PerProcess(Generic[_C]):
             self._conn = None
 
 
+_FULL = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR})  # primary result codes: no room, or a failed write
+
+
+def _sqlite_unavailable(exc: sqlite3.Error, path: str) -> StoreUnavailable | None:
+    """``StoreUnavailable`` for a SQLite error that a full (or failing) disk causes, else None."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None or code & 0xFF not in _FULL:
+        return None
+    return StoreUnavailable(f"the disk under {Path(path).name} is full or failing; nothing was recorded, "
+                            "try again once there is room", what=path)
+
+
 class SQLiteConnection(_PerProcess[sqlite3.Connection]):
     """One SQLite connection per store and process; the file's folder is created if missing."""
 
@@ -83,9 +101,17 @@ class SQLiteConnection(_PerProcess[sqlite3.Connection]):
                 try:
                     yield conn.cursor()
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    if conn.in_transaction:  # SQLite may have rolled it back itself (a full disk)
+                        conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                unavailable = _sqlite_unavailable(exc, self.path)
+                if unavailable is None:
+                    raise
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise unavailable from exc
             finally:
                 if not synced:
                     conn.execute("PRAGMA synchronous=FULL")
@@ -118,24 +144,50 @@ class PostgresConnection(_PerProcess[Any]):
 
     def _open(self) -> Any:
         try:
-            conn = self._psycopg.connect(self.dsn, autocommit=True)
-        except self._psycopg.OperationalError as exc:
-            raise ConfigError(f"cannot connect to PostgreSQL for the {self.what}: {exc}".strip(),
-                              key="dsn") from None
-        if self.schema:
-            from psycopg import sql
+            conn = self._psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
+            if self.schema:
+                from psycopg import sql
 
-            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+                conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+        except self._psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from exc
         return conn
+
+    def _unavailable(self, exc: Exception) -> StoreUnavailable:
+        # the driver's text names the server's address: kept for the log (the cause), not the message
+        return StoreUnavailable(f"cannot reach PostgreSQL for the {self.what} now ({type(exc).__name__}); "
+                                "nothing was recorded, try again shortly. If it persists, check that the server "
+                                "in [policy] dsn (or TOOLCRIB_POLICY_DSN) is running", what=self.what)
+
+    def _begin(self, stack: ExitStack) -> Any:
+        """Enter a transaction on this process's connection and return the connection; a connection the
+        server dropped since its last use (a restart) fails at BEGIN, before anything ran, and is
+        replaced once."""
+        for attempt in range(2):
+            conn = self._connection()
+            try:
+                stack.enter_context(conn.transaction())
+            except self._psycopg.OperationalError:
+                if attempt or not conn.broken:
+                    raise
+                self._conn = None
+                continue
+            return conn
+        raise AssertionError("unreachable")
 
     @contextmanager
     def tx(self, write: bool = True) -> Iterator[Any]:
         """One transaction, yielding a cursor. ``write`` takes no lock here: callers serialise
-        writers with row, advisory or table locks that fit their data."""
+        writers with row, advisory or table locks that fit their data. A server that cannot be
+        reached raises ``StoreUnavailable`` (the transaction is not committed)."""
         with self._lock:
-            conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
-                yield cur
+            try:
+                with ExitStack() as stack:
+                    conn = self._begin(stack)
+                    cur = stack.enter_context(conn.cursor())
+                    yield cur
+            except self._psycopg.OperationalError as exc:
+                raise self._unavailable(exc) from exc
 
     def migrate(self, statements: Sequence[str]) -> None:
         """Create the schema and tables once, serialised across processes."""

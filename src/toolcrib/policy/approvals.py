@@ -24,6 +24,9 @@ from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import Approval, ApprovalRefused, Proposal, RefusalReason, Review, proposal_hash
 
 OUTCOMES = frozenset({"executed", "failed", "outcome_unknown"})
+# the audit event of the decision a proposal in this status had
+_DECISION_EVENTS = {"rejected": "rejected", "superseded": "edited",
+                    **dict.fromkeys(("approved", "executing", *OUTCOMES), "approved")}
 _FINISHED = OUTCOMES | {"executing"}
 
 
@@ -62,6 +65,21 @@ class ApprovalStore(ABC):
     def expire_due(self) -> list[Proposal]:
         """Record every pending proposal past its time-to-live as expired, once (whichever process sweeps
         first), and return those this call expired."""
+
+    def changes_between(self, start: float, end: float) -> list[tuple[Proposal, str, float]]:
+        """What the store says happened to proposals from ``start`` to ``end`` (store clock, inclusive), as
+        ``(proposal, event, when)`` with the audit event each change has: ``proposed``, ``approved``,
+        ``rejected``, ``edited`` (for the proposal an edit superseded), ``executed``, ``failed``,
+        ``outcome_unknown``. ``ApprovalDesk.reconcile`` checks each against the audit. Default: none."""
+        return []
+
+    def abandon_stalled(self, limit_s: Callable[[str], float]) -> list[Proposal]:
+        """Record as ``outcome_unknown`` every claimed call still executing longer after its claim than
+        ``limit_s(tool)`` (its timeout and a grace): the process running it died before recording an
+        outcome, and whether it changed anything is unknown. It never runs again; a late ``finish`` from a
+        process that was only slow still records what happened. Returns those this call recorded, once
+        (whichever process sweeps first). Default: none."""
+        return []
 
     @abstractmethod
     def approval(self, proposal_id: str) -> Approval | None:
@@ -330,6 +348,40 @@ class _SQLApprovalStore(ApprovalStore):
             for row in rows:
                 self._set(cur, row.id, status="expired", decided_at=now)
         return [replace(row.proposal(), status="expired") for row in rows]
+
+    def changes_between(self, start: float, end: float) -> list[tuple[Proposal, str, float]]:
+        window = "BETWEEN ? AND ?"
+        with self._tx(write=False) as cur:
+            cur.execute(self._sql(f"SELECT {_COLUMNS}, finished_at FROM toolcrib_proposals WHERE created_at {window}"
+                                  f" OR decided_at {window} OR finished_at {window}"), (start, end) * 3)
+            rows = cur.fetchall()
+        out: list[tuple[Proposal, str, float]] = []
+        for values in rows:
+            row, finished = _ProposalRow.of(values[:-1]), values[-1]
+            proposal = row.proposal()
+            out.append((proposal, "proposed", row.created_at))
+            decision = _DECISION_EVENTS.get(row.status)
+            if row.status == "expired" and row.decided_by:  # approved, then unused past its expiry
+                decision = "approved"
+            if decision and row.decided_at is not None:
+                out.append((proposal, decision, row.decided_at))
+            if row.status in OUTCOMES and finished is not None:
+                out.append((proposal, row.status, float(finished)))
+        return [(p, event, when) for p, event, when in out if start <= when <= end]
+
+    def abandon_stalled(self, limit_s: Callable[[str], float]) -> list[Proposal]:
+        now = self._clock()
+        with self._tx() as cur:
+            cur.execute(self._sql(f"SELECT {_COLUMNS} FROM toolcrib_proposals WHERE status = 'executing'"
+                                  f"{self._skip_locked}"))
+            rows = [row for row in map(_ProposalRow.of, cur.fetchall())
+                    if row.used_at is not None and now - row.used_at >= limit_s(row.tool)]
+            for row in rows:
+                result = {"ok": False, "error": {"code": "outcome_unknown", "message": (
+                    f"the process running {row.tool} stopped before recording its outcome: whether it changed "
+                    "anything is unknown. It was not run again; check the system of record before trying again.")}}
+                self._set(cur, row.id, status="outcome_unknown", outcome=canonical_json(result), finished_at=now)
+        return [replace(row.proposal(), status="outcome_unknown") for row in rows]
 
     def approval(self, proposal_id: str) -> Approval | None:
         with self._tx(write=False) as cur:

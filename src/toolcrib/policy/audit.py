@@ -119,6 +119,18 @@ def redact_changes(changes: Mapping[str, Any], fields: Iterable[str]) -> dict[st
     return redact_arguments(changes, paths)
 
 
+@dataclass(frozen=True)
+class Wanted:
+    """A record that should be in the chain for a proposal (``append_missing``): its event, once per proposal."""
+
+    event: str
+    actor: str
+    decided_by: str
+    tool: str
+    proposal_id: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
 class AuditStore(ABC):
     """Append-only, tamper-evident record. There is deliberately no update or delete."""
 
@@ -154,6 +166,19 @@ class AuditStore(ABC):
 
     def flush(self) -> None:
         """Return once every record deferred before this call is committed. Default: nothing queued."""
+
+    def append_missing(self, wanted: Sequence[Wanted]) -> int:
+        """Append each wanted record whose proposal has no record of its event yet, and return how many
+        were appended: how a decision committed by a process that died before appending its record gets it
+        (``ApprovalDesk.reconcile``). SQL stores check and append in one transaction under the append
+        lock, so two processes reconciling at once append it once. Default: a scan, then appends."""
+        ids = {w.proposal_id for w in wanted}
+        have = {(r.proposal_id, r.event) for r in self.records() if r.proposal_id in ids}
+        missing = {(w.proposal_id, w.event): w for w in wanted if (w.proposal_id, w.event) not in have}
+        for w in missing.values():
+            self.append(w.event, actor=w.actor, decided_by=w.decided_by, tool=w.tool, proposal_id=w.proposal_id,
+                        detail=w.detail)
+        return len(missing)
 
     @abstractmethod
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
@@ -305,6 +330,20 @@ class _SQLAuditStore(AuditStore):
         cur.executemany(self._sql(_INSERT), rows)
         return _record(rows[-1])
 
+    def append_missing(self, wanted: Sequence[Wanted]) -> int:
+        if not wanted:
+            return 0
+        with self._tx() as cur:
+            ids = sorted({w.proposal_id for w in wanted})
+            cur.execute(self._sql(f"SELECT proposal_id, event FROM toolcrib_audit WHERE proposal_id <> ''"
+                                  f" AND proposal_id IN ({', '.join('?' * len(ids))})"), ids)
+            have = {(pid, event) for pid, event in cur.fetchall()}
+            missing = {(w.proposal_id, w.event): w for w in wanted if (w.proposal_id, w.event) not in have}
+            if missing:
+                self._write(cur, [self._entry(w.event, w.actor, w.decided_by, w.tool, w.proposal_id, "", w.detail)
+                                  for w in missing.values()])
+        return len(missing)
+
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         while True:
             with self._tx(write=False) as cur:
@@ -327,11 +366,16 @@ class _SQLAuditStore(AuditStore):
         self._db.close()
 
 
+# a proposal's records, found without reading the chain (``append_missing``); READ records have no proposal
+_PROPOSAL_INDEX = ("CREATE INDEX IF NOT EXISTS toolcrib_audit_proposal ON toolcrib_audit (proposal_id, event)"
+                   " WHERE proposal_id <> ''")
+
 _SQLITE_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS toolcrib_audit (
         seq INTEGER PRIMARY KEY, timestamp REAL NOT NULL, event TEXT NOT NULL, actor TEXT NOT NULL,
         decided_by TEXT NOT NULL, tool TEXT NOT NULL, proposal_id TEXT NOT NULL,
         trace_id TEXT NOT NULL, detail TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""",
+    _PROPOSAL_INDEX,
     """CREATE TRIGGER IF NOT EXISTS toolcrib_audit_no_update BEFORE UPDATE ON toolcrib_audit
        BEGIN SELECT RAISE(ABORT, 'toolcrib audit records are append-only'); END""",
     """CREATE TRIGGER IF NOT EXISTS toolcrib_audit_no_delete BEFORE DELETE ON toolcrib_audit
@@ -418,6 +462,11 @@ class SQLiteAuditStore(_SQLAuditStore):
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         self._settle()
         return super().records(after_seq=after_seq)
+
+    def append_missing(self, wanted: Sequence[Wanted]) -> int:
+        self._settle()
+        with self._commit:  # nothing is journaled meanwhile: the chain order stays the queue's
+            return super().append_missing(wanted)
 
     def head(self) -> tuple[int, str]:
         self._settle()
@@ -596,6 +645,7 @@ _POSTGRES_SCHEMA = [
         actor TEXT NOT NULL, decided_by TEXT NOT NULL, tool TEXT NOT NULL,
         proposal_id TEXT NOT NULL, trace_id TEXT NOT NULL, detail TEXT NOT NULL,
         prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""",
+    _PROPOSAL_INDEX,
     """CREATE OR REPLACE FUNCTION toolcrib_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS
        $$ BEGIN RAISE EXCEPTION 'toolcrib audit records are append-only'; END $$""",
     """CREATE OR REPLACE TRIGGER toolcrib_audit_no_change BEFORE UPDATE OR DELETE ON toolcrib_audit

@@ -10,6 +10,7 @@ answers 404, exactly like an id that does not exist.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import time
@@ -32,7 +33,7 @@ from toolcrib.agent.answer import Answer
 from toolcrib.agent.runner import Runner
 from toolcrib.agent.runs import RunRecord
 from toolcrib.desk import ApprovalDesk
-from toolcrib.errors import ModelFacingError, NotPermitted, OperatorError, ToolcribError
+from toolcrib.errors import ModelFacingError, NotPermitted, OperatorError, StoreUnavailable, ToolcribError
 from toolcrib.models.base import Loadable, Model
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import ApprovalRefused
@@ -55,6 +56,23 @@ class NotFound(NotPermitted):
     """Nothing with this id that the caller may see (HTTP 404), whether or not it exists."""
 
     code = "not_found"
+
+
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def unavailable(exc: BaseException) -> StoreUnavailable | None:
+    """The ``StoreUnavailable`` an error amounts to (a store's own, or a disk with no room under a file
+    store), else None."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in _NO_ROOM:
+        name = errno.errorcode.get(exc.errno or 0, "ENOSPC")
+        found = StoreUnavailable(f"the disk under the workspace's state folder has no room ({name}); nothing more "
+                                 "was recorded, try again once there is room", what="disk")
+        found.__cause__ = exc
+        return found
+    return None
 
 
 class AskRequest(BaseModel):
@@ -197,10 +215,14 @@ class Service:
                 yield b"".join(sse(frame) for frame in event_frames(event))
             try:
                 answer = future.result()
-            except ToolcribError as exc:
-                yield sse(error_frame(getattr(exc, "code", "error"), str(exc)))
-                return
             except Exception as exc:
+                if (down := unavailable(exc)) is not None:
+                    log.warning("run failed: %s (%r)", down, down.__cause__)
+                    yield sse(error_frame(down.code, str(down)))
+                    return
+                if isinstance(exc, ToolcribError):
+                    yield sse(error_frame(getattr(exc, "code", "error"), str(exc)))
+                    return
                 log.exception("run failed")
                 yield sse(error_frame("internal_error", f"the run failed ({type(exc).__name__})"))
                 return
@@ -408,9 +430,17 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
                         status=str(response.status_code))
         return response
 
+    def _unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
+        # what the driver said (an address, a path) goes to the log only
+        log.warning("%s %s answered 503: %s (%r)", request.method, request.url.path, exc, exc.__cause__)
+        svc.metrics.inc("toolcrib_store_unavailable_total", "Requests answered 503 because a store was down.")
+        return _error(503, exc.code, str(exc), {"Retry-After": str(exc.retry_after)})
+
     @app.exception_handler(ToolcribError)
     async def controlled(request: Request, exc: ToolcribError) -> JSONResponse:
         message = str(exc)
+        if isinstance(exc, StoreUnavailable):
+            return _unavailable(request, exc)
         if isinstance(exc, Unauthenticated):
             return _error(401, exc.code, message, {"WWW-Authenticate": "Bearer"})
         if isinstance(exc, Busy):
@@ -442,6 +472,8 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        if (down := unavailable(exc)) is not None:
+            return _unavailable(request, down)
         log.exception("unexpected error")
         return _error(500, "internal_error", f"unexpected error ({type(exc).__name__})")
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
+import logging
 import os
 import re
 import threading
@@ -19,6 +21,8 @@ import orjson
 from toolcrib.errors import TraceFormatError
 from toolcrib.trace.batching import Batching
 from toolcrib.trace.events import DecidedBy, Event, EventKind, timestamp
+
+log = logging.getLogger("toolcrib.trace")
 
 # Keys whose values never reach a trace; values that look like bearer tokens or API keys neither.
 _SECRET_KEYS = re.compile(r"(pass(word)?|secret|token|api[_-]?key|authorization|credential)", re.I)
@@ -113,6 +117,11 @@ class JsonlExporter(TraceExporter):
     ``close``, which the tracer calls when its run ends) returns once every line exported before it is
     written; a write that failed is raised there. A process killed mid-run loses at most the lines of
     the last ~100 ms.
+
+    ``close`` (a run's end) does not raise: a trace file is a copy of events the run keeps in its record
+    (the run store) and the audit; a run must not fail, or go unrecorded, because its trace folder's disk
+    is full. The failure is logged once per streak and counted in ``failed_writes``; lines of a batch
+    that failed are not retried.
     """
 
     def __init__(self, directory: Path, *, open_files: int = 16) -> None:
@@ -123,6 +132,8 @@ class JsonlExporter(TraceExporter):
         self._queue: list[Event] = []
         self._queued = self._written = 0
         self._failure: OSError | None = None
+        self.failed_writes = 0  # runs whose trace lines could not all be written (a full disk)
+        self._failing = False
         # the condition's lock, taken directly where nobody waits: Condition.__enter__ is a Python call
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -157,7 +168,16 @@ class JsonlExporter(TraceExporter):
             raise failure
 
     def close(self) -> None:
-        self.flush()
+        try:
+            self.flush()
+        except OSError as exc:
+            self.failed_writes += 1
+            if not self._failing:
+                log.warning("trace lines were not written to %s (%s); runs go on, their events are kept in "
+                            "their run records", self.directory, exc)
+            self._failing = True
+        else:
+            self._failing = False
 
     def _write_queued(self) -> None:
         while True:
@@ -173,6 +193,10 @@ class JsonlExporter(TraceExporter):
                     fh.write(b"".join(lines))
                     fh.flush()
             except OSError as exc:
+                for fh in self._files.values():  # reopened at the next write: no buffer keeps a failed batch
+                    with contextlib.suppress(OSError):
+                        fh.close()
+                self._files.clear()
                 with self._changed:
                     self._failure = exc
             with self._changed:
