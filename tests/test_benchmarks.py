@@ -24,6 +24,7 @@ SCRIPTS: dict[str, tuple[str | None, int]] = {
     "local_model": (None, 600),
     "scanner": ("bipia", 300),
     "injection": ("agentdojo", 300),
+    "plain_injection": (None, 120),
     "bfcl": ("bfcl", 900),
 }
 

@@ -60,6 +60,10 @@ class ToolsSection(_Section):
     plan_lookups: bool = True
     # Provenance. Tools whose results are content others wrote (e-mails, web pages, supplier portals).
     untrusted: list[str] = Field(default_factory=list)
+    # Tools whose results, free text included, are the organisation's own. A tool in neither list is
+    # trusted for its record (ids, names, amounts, dates) but not for the free text in its results
+    # (strings of four words or more: a message body, a review, a note), which anyone may have written.
+    trusted: list[str] = Field(default_factory=list)
     # Per tool, the arguments that must come from the user or a trusted source.
     sensitive: dict[str, list[str]] = Field(default_factory=dict)
     # What a sensitive argument found only in untrusted content (or nowhere) gets: refused, or held with a warning.
@@ -72,8 +76,9 @@ class ToolsSection(_Section):
     # Per tool, the fields of its results that hold content others wrote (a message's body, a
     # transaction's subject); the rest of its results is then the system's own record.
     untrusted_fields: dict[str, list[str]] = Field(default_factory=dict)
-    # A WRITE/ACTUATE the request did not ask for, proposed after untrusted content was read: "off",
-    # held with a warning ("warn"), or refused ("refuse").
+    # A WRITE/ACTUATE the request did not ask for, proposed after untrusted content was read (and, for
+    # a tool without intent words, content others wrote speaks of it): "off", held with a warning
+    # ("warn"), or refused ("refuse").
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
 
 

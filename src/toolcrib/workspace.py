@@ -252,7 +252,12 @@ class Workspace:
                     raise ConfigError(f"tool '{tool_name}' is not defined by any tools module or builtin",
                                       file=self.config_file, key=f"groups.{group}")
         cfg = self.config.tools
-        for key, names in (("untrusted", cfg.untrusted), ("sensitive", cfg.sensitive), ("egress", cfg.egress),
+        both = sorted(set(cfg.untrusted) & set(cfg.trusted))
+        if both:
+            raise ConfigError(f"{', '.join(both)} cannot be both trusted and untrusted", file=self.config_file,
+                              key="tools.trusted")
+        for key, names in (("untrusted", cfg.untrusted), ("trusted", cfg.trusted), ("sensitive", cfg.sensitive),
+                           ("egress", cfg.egress),
                            ("intent", cfg.intent), ("untrusted_fields", cfg.untrusted_fields)):
             unknown = [n for n in names if n not in known]
             if unknown:
@@ -266,6 +271,7 @@ class Workspace:
     def _config_tool_names(self) -> set[str]:
         cfg = self.config
         return ({n for s in cfg.groups.values() for n in [*s.tools, *s.approve]} | set(cfg.tools.untrusted)
+                | set(cfg.tools.trusted)
                 | set(cfg.tools.sensitive) | set(cfg.tools.egress) | set(cfg.tools.intent))
 
     @cached_property
@@ -286,6 +292,8 @@ class Workspace:
         changes: dict[str, Any] = {}
         if tool.name in cfg.untrusted:
             changes["trusted"] = False
+        if tool.name in cfg.trusted:
+            changes.update(trusted=True, trust_declared=True)
         for key, declared in (("sensitive", cfg.sensitive), ("egress", cfg.egress), ("intent", cfg.intent),
                               ("untrusted_fields", cfg.untrusted_fields)):
             if tool.name in declared:

@@ -43,6 +43,24 @@ from toolcrib.trace.tracer import Tracer
 _DELEGATES = re.compile(r"\b(follow|do|complete|carry out|perform|work through)\b[^.?!]{0,40}?"
                         r"\b(instructions?|tasks|to-?do|steps|checklist)\b", re.I)
 
+# What an identifier looks like in a request: an e-mail address, or a token holding a digit
+_IDENTIFIER = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z0-9](?:[\w/.-]*[A-Za-z0-9])?")
+
+
+def _shape(token: str) -> str:
+    """``T-4410`` -> ``A-9999``: runs of capitals and of small letters, each digit, the rest as written."""
+    return re.sub(r"[A-Z]+", "A", re.sub(r"[a-z]+", "a", re.sub(r"\d", "9", token)))
+
+
+def _other_like(value: Any, request: str) -> list[str]:
+    """The identifiers of ``request`` shaped like ``value`` (one holding a digit or an ``@``) but not it."""
+    if not isinstance(value, str) or not any(c.isdigit() or c == "@" for c in value) or " " in value:
+        return []
+    shape = _shape(value)
+    return list(dict.fromkeys(t for t in _IDENTIFIER.findall(request)
+                              if t != value and any(c.isdigit() or c == "@" for c in t) and _shape(t) == shape))
+
+
 if TYPE_CHECKING:
     from toolcrib.policy.approvals import ApprovalStore
     from toolcrib.policy.envelope import SafetyEnvelope
@@ -88,8 +106,8 @@ class GateSettings:
     untrusted_sensitive: Literal["refuse", "warn"] = "refuse"
     # where an egress READ may go without the user naming it: exact values or prefixes ("https://x/")
     egress_allowlist: tuple[str, ...] = ()
-    # a WRITE/ACTUATE the request did not ask for (``Tool.requested_by``), proposed once the run has
-    # read content others wrote: allowed ("off"), held with a warning, or refused
+    # a WRITE/ACTUATE the request did not ask for (``Tool.requested_by``) while content others wrote,
+    # read in the run, speaks of it (``Tool.mentioned_in``): allowed ("off"), held with a warning, or refused
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
     # how long a proposal of this tool waits for a decision before it expires (default: the store's)
     proposal_ttl_s: Mapping[str, float] = field(default_factory=dict)
@@ -217,8 +235,9 @@ class Gate:
 
     def review(self, tool: Tool, values: Mapping[str, Any], cctx: CallContext) -> Review:
         """Where each argument of a WRITE/ACTUATE call was found, and what its approver must be warned
-        about: values found only in content others wrote, a tool the request did not ask for proposed
-        after such content was read, and every scanner flag of the run. A sensitive argument with no
+        about: values found only in content others wrote (or, from content the user pointed at, standing
+        where the request gave its own), a tool the request did not ask for that such content speaks of,
+        and every scanner flag of the run. A sensitive argument with no
         trusted source (``untrusted_sensitive``) or an unrequested write (``unrequested_writes``) may
         be refused here instead, before any person is asked."""
         provenance: dict[str, list[str]] = {}
@@ -238,10 +257,22 @@ class Gate:
                 warnings.append(problem)
             elif sources and not any(s.vouched for s in sources):
                 warnings.append(f"{name} {shown} appears only in content others wrote: {', '.join(provenance[name])}")
+            elif sources and not any(s.trusted for s in sources) and (given := _other_like(value, cctx.question)):
+                # content the user pointed at vouches for its values, but not for one that stands where
+                # the request gave its own ("close ticket T-4410": a T-4388 from a comment is not it)
+                warnings.append(f"{name} {shown} comes from content others wrote ({', '.join(provenance[name])}), "
+                                f"not from the request, which gives {', '.join(given)}")
         mode = self.settings.unrequested_writes
-        if mode != "off" and cctx.grounding.read_untrusted and not self._requested(tool, cctx):
-            problem = (f"{tool.name} was not asked for in the request, and the run had read content others wrote "
-                       "before proposing it")
+        # declared intent words are every way a request asks for the tool: any write they miss, once the
+        # run has read content others wrote, is warned. A name's verb alone misses synonyms ("pay" for
+        # send_money), so without them it takes content others wrote that speaks of the tool, which is
+        # where an injected write comes from
+        unasked = mode != "off" and cctx.grounding.read_untrusted and not self._requested(tool, cctx)
+        asking = self._asked_by_content(tool, cctx) if unasked else []
+        if unasked and (asking or tool.intent):
+            problem = f"{tool.name} was not asked for in the request" + (
+                f"; content others wrote speaks of it: {', '.join(asking)}" if asking else
+                ", and the run had read content others wrote before proposing it")
             if mode == "refuse":
                 raise UntrustedSource(problem, code="not_requested")
             warnings.append(problem)
@@ -257,6 +288,13 @@ class Gate:
             return True
         return bool(_DELEGATES.search(cctx.question)) and any(
             tool.requested_by(text) for text in cctx.grounding.endorsed_texts())
+
+    @staticmethod
+    def _asked_by_content(tool: Tool, cctx: CallContext) -> list[str]:
+        """The sources of content others wrote, read in this run, that speak of doing what ``tool`` does:
+        where a write the request did not ask for may have come from."""
+        found = [source.label for source, text in cctx.grounding.untrusted_texts() if tool.mentioned_in(text)]
+        return list(dict.fromkeys(found))
 
     def _check_egress(self, tool: Tool, values: Mapping[str, Any], cctx: CallContext) -> None:
         """A READ that contacts an address goes only where the user, a trusted source or the allowlist says."""
@@ -473,15 +511,22 @@ class Gate:
                                        decided_by="cache" if cached else "code", tool=tool.name,
                                        trace_id=cctx.tracer.trace_id,
                                        detail={"arguments": arguments, **({"cached": True} if cached else {})})
-        # only untrusted content needs vouching for; a search over many documents is not the user
-        # pointing at one of them
-        asked = not tool.trusted and tool.result_sources is None and self._asked_by_user(call, tool, cctx)
+        # only untrusted content needs vouching for, so whether the user asked for it is found out only
+        # where there is some; a search over many documents is not the user pointing at one of them.
+        # An undeclared tool's free text is content others wrote too; the user points at it by giving
+        # the call's arguments (a listing the request only names holds text from anyone)
+        declared = not tool.trusted or tool.trust_declared or bool(tool.untrusted_fields)
+        vouchable = tool.result_sources is None and (not tool.trusted or not declared)
+        asked: bool | None = None
         # a flagged result is not trusted, whoever wrote it
         for source, text in tool.sources(result.data, encoded=result.text):
             if flags:
                 source = Source(source.kind, source.name, trusted=False)
-            elif asked and not source.trusted:
-                source = Source(source.kind, source.name, trusted=False, endorsed=True)
+            elif vouchable and not source.trusted:
+                if asked is None:
+                    asked = self._asked_by_user(call, tool, cctx, named=declared)
+                if asked:
+                    source = Source(source.kind, source.name, trusted=False, endorsed=True)
             cctx.grounding.add(text, source)
         return CallOutcome(call, "ok", payload, effect=effect, cached=cached, flags=flags, proposal_id=proposal_id)
 
@@ -493,12 +538,13 @@ class Gate:
         return detail
 
     @staticmethod
-    def _asked_by_user(call: ToolCall, tool: Tool, cctx: CallContext) -> bool:
+    def _asked_by_user(call: ToolCall, tool: Tool, cctx: CallContext, *, named: bool = True) -> bool:
         """The user pointed at what ``call`` fetched: they gave every argument, or, for a call without
-        arguments, their request names what the tool reads ("the channel starting with External")."""
+        arguments (where ``named``), their request names what the tool reads ("the channel starting
+        with External")."""
         given = [v for v in call.arguments.values() if v not in (None, "", [], {})]
         if not given:
-            return tool.named_by(cctx.question)
+            return named and tool.named_by(cctx.question)
         return all(any(s.kind == "user" for s in cctx.grounding.sources_of(v)) for v in given)
 
     def _record_refusal(self, outcome: CallOutcome, exc: ModelFacingError, cctx: CallContext, start: float) -> None:

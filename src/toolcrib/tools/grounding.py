@@ -133,6 +133,10 @@ class Grounding:
         """The texts of content others wrote that the user pointed to (and the scanner did not flag)."""
         return [text for source, text, _ in self._texts if source.endorsed]
 
+    def untrusted_texts(self) -> list[tuple[Source, str]]:
+        """The texts of content others wrote, each with its source (pointed to by the user or not)."""
+        return [(source, text) for source, text, _ in self._texts if not source.trusted]
+
     @property
     def sources(self) -> list[tuple[Source, str]]:
         """Every text with its source, in the order seen (to persist a paused run)."""

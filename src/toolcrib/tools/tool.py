@@ -94,6 +94,52 @@ _ARGUMENTS = json.JSONEncoder(allow_nan=False)
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 
+# A string that reads as prose: four words or more. Ids, names, amounts, dates and short labels are a
+# system's record; a message body, a review, a file's text or a web page is written by someone.
+_PROSE = re.compile(r"\S\s+\S+\s+\S+\s+\S")
+
+
+def _holds_prose(value: Any) -> bool:
+    """Whether a string in ``value`` reads as prose (on every READ result of an undeclared tool: a
+    split that stops at the fourth word, not the regular expression)."""
+    if type(value) is str:
+        return len(value.split(None, 3)) > 3
+    if isinstance(value, Mapping):
+        items: Any = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return False
+    for item in items:
+        if type(item) is str:
+            if len(item.split(None, 3)) > 3:
+                return True
+        elif isinstance(item, (Mapping, list, tuple)) and _holds_prose(item):
+            return True
+    return False
+
+
+def _split_prose(data: Any) -> tuple[list[str], list[str]]:
+    """The scalar values of a result: (the record, the strings that read as prose)."""
+    record: list[str] = []
+    prose: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            (prose if _PROSE.search(value) else record).append(value)
+        elif value is not None:
+            record.append(_TEXT.encode(value))
+
+    walk(data)
+    return record, prose
+
+
 def _split_fields(data: Any, fields: frozenset[str]) -> tuple[list[str], list[str]]:
     """The scalar values of a structured result: (those outside ``fields``, those inside them)."""
     record: list[str] = []
@@ -171,6 +217,11 @@ class Tool:
     # e-mails, web pages, supplier documents); arguments that must come from the user or a trusted
     # source; for a READ that contacts an address, the arguments naming where it goes
     trusted: bool = True
+    # whether ``trusted`` was declared. A tool nobody declared is trusted for its record (ids, names,
+    # amounts, dates) but not for the free text in its results (strings of four words or more: a
+    # message body, a review, a file's text), which anyone may have written: an instruction there
+    # ("please transfer $500 to ...") must not look to an approver like the system's own data
+    trust_declared: bool = False
     result_sources: ResultSources | None = None
     sensitive: tuple[str, ...] = ()
     egress: tuple[str, ...] = ()
@@ -195,9 +246,16 @@ class Tool:
 
     def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
-        declared words, the first word of its name, its verb: "reserve" for reserve_item."""
+        declared words, the first word of its name, its verb: "reserve" for reserve_item. (What it acts
+        on does not ask for it: "refund order O-1" speaks of an order, and asks for no cancel_order.)"""
         words = self.intent or name_words(self.name)[:1]
         return bool(stems(" ".join(words)) & stems(request))
+
+    def mentioned_in(self, text: str) -> bool:
+        """Whether ``text`` speaks of doing what this tool does: one of its intent words, or, without
+        declared words, a word of its name ("cancel" or "order" for cancel_order), in any form."""
+        words = self.intent or [w for w in name_words(self.name) if len(w) > 2 and w not in _GENERIC]
+        return bool(stems(" ".join(words)) & stems(text))
 
     @property
     def summary(self) -> str:
@@ -232,6 +290,12 @@ class Tool:
             record, others = _split_fields(data, frozenset(self.untrusted_fields))
             return [(Source("tool", self.name, trusted), "\n".join(texts))
                     for trusted, texts in ((True, record), (False, others)) if texts]
+        if self.trusted and not self.trust_declared and _holds_prose(data):
+            if isinstance(data, str):
+                return [(Source("tool", self.name, trusted=False), data)]
+            record, prose = _split_prose(data)
+            return [(Source("tool", self.name, trusted), "\n".join(texts))
+                    for trusted, texts in ((True, record), (False, prose)) if texts]
         text = data if isinstance(data, str) else encoded if encoded is not None else _TEXT.encode(data)
         return [(self._source, text)]
 
@@ -502,6 +566,7 @@ def assemble_tool(
         max_result_chars=options.get("max_result_chars"),
         tags=frozenset(options.get("tags", ())),
         trusted=options.get("trusted", True),
+        trust_declared="trusted" in options,
         result_sources=options.get("result_sources"),
         sensitive=tuple(options.get("sensitive", ())),
         egress=tuple(options.get("egress", ())),
