@@ -232,6 +232,33 @@ _openapi: dict[str, Any] = {}
 _TEST_OPTION = re.compile(r'^(\s*```+[^\n]*?) test="[^"]*"', re.MULTILINE)
 
 
+def _listed(nav: Any) -> set[str]:
+    if isinstance(nav, str):
+        return {nav}
+    if isinstance(nav, dict):
+        return set().union(*(_listed(v) for v in nav.values()))
+    if isinstance(nav, list):
+        return set().union(*(_listed(v) for v in nav)) if nav else set()
+    return set()
+
+
+def on_config(config: Any) -> Any:
+    """Pages added under ``docs/`` but not yet in ``mkdocs.yml``'s nav join it at the end, one section per
+    folder (``docs/operations/faults.md`` under "Operations"), so no page is left out of the site."""
+    docs = Path(config["docs_dir"])
+    listed = _listed(config["nav"] or [])
+    extra: dict[str, list[str]] = {}
+    for page in sorted(docs.rglob("*.md")):
+        relative = page.relative_to(docs).as_posix()
+        if relative not in listed and not page.name.startswith("_"):
+            folder = relative.split("/")[0] if "/" in relative else "More"
+            extra.setdefault(folder.replace("-", " ").capitalize(), []).append(relative)
+    if config["nav"] is not None:
+        for title, pages in extra.items():
+            config["nav"].append({title: pages})
+    return config
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     markdown = _TEST_OPTION.sub(r"\1", markdown)
     if WORKSPACE_MARK in markdown:

@@ -1,0 +1,133 @@
+"""Get started, followed as a new user would, from an empty folder: the files *Your first tool* and *Your first
+approval* ask the reader to save, exactly as the pages show them; the page's own commands to make keys and
+start ``toolcrib serve``; then, in a real browser (Debian's Chromium, driven by Playwright), the question the
+page suggests, the call held, an approval on the approvals page, and the run resumed to its answer, with the
+order written once and only after the approval."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from fakes.serving import _wait_ready, free_port
+from test_docs_examples import blocks, blocks_in, write_files
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ROOT / "docs" / "get-started"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is not installed (scripts/setup.sh installs Debian's chromium package as root)")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def the_page_commands(page: Path, heading: str) -> list[list[str]]:
+    """The shell commands under ``heading`` of a page, one argument list each."""
+    section = page.read_text(encoding="utf-8").split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    body = next(b.body for b in blocks_in(section) if b.language == "bash")
+    return [shlex.split(line) for line in body.splitlines() if line.strip()]
+
+
+def sign_in(browser: Browser, url: str, key: str, name: str, errors: list[str]) -> Page:
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("request", lambda req: None if req.url.startswith((url + "/", "data:"))
+            else errors.append(f"request outside the server: {req.url}"))
+    page.goto(url + "/")
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("who-name")).to_have_text(name)
+    return page
+
+
+@pytest.mark.timeout(240)
+def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(browser: Browser, tmp_path: Path) -> None:
+    expect.set_options(timeout=30_000)
+    tool_page, approval_page = PAGES / "first-tool.md", PAGES / "first-approval.md"
+    for page in (tool_page, approval_page):
+        write_files(page, tmp_path)
+    assert (tmp_path / "my-shop" / "tools.py").is_file() and (tmp_path / "my-shop" / "replies.yaml").is_file()
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               TOOLCRIB_HOME=str(tmp_path / ".home"))
+    env.pop("TOOLCRIB_WORKSPACE", None)
+
+    # "Start the service": the page's commands, as written; the port is the one addition (a free one)
+    *token_commands, serve = the_page_commands(approval_page, "Start the service")
+    keys = {}
+    for command in token_commands:
+        assert command[:3] == ["toolcrib", "token", "create"]
+        made = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        keys[command[3]] = made.stdout.strip()
+    assert set(keys) == {"me", "sam"}
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen([*serve, "--host", "127.0.0.1", "--port", str(port)], cwd=tmp_path, env=env,
+                                  stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(url, server, log, 60)
+        text = approval_page.read_text(encoding="utf-8")
+        question = re.search(r"^> (.+)$", text, re.MULTILINE)
+        held_call = re.search(r"the held call\n?\s*`([^`]+)`", text)
+        assert question and held_call
+        errors: list[str] = []
+
+        # Ask, and see the call held: nothing has run
+        me = sign_in(browser, url, keys["me"], "Me", errors)
+        box = me.get_by_label("Your question")
+        box.fill(question.group(1))
+        box.press("Enter")
+        expect(me.get_by_test_id("waiting")).to_be_visible()
+        expect(me.get_by_test_id("held-call")).to_contain_text(held_call.group(1))
+        held = me.locator("[data-testid=step][data-kind=call_held]")
+        expect(held.get_by_test_id("decided-by")).to_have_text("policy")
+        assert not (tmp_path / "my-shop" / "orders.txt").exists()
+
+        # Approve it on the page, as the approver
+        sam = sign_in(browser, url, keys["sam"], "Sam", errors)
+        sam.get_by_role("tab", name="Approvals").click()
+        card = sam.get_by_test_id("proposal").filter(has_text="order_stock")
+        expect(card.get_by_test_id("effect")).to_have_text("write")
+        expect(card.locator("[data-testid=arg-row][data-argument=sku] [data-testid=arg-source]")).to_have_text(
+            "user request")
+        card.get_by_role("button", name="Approve").click()
+        expect(sam.get_by_test_id("approvals-empty")).to_be_visible()
+
+        # Resume: the requester's page continues by itself to the answer the page promises
+        expect(me.get_by_test_id("answer-text")).to_contain_text("20 units of MUG-01 are on order")
+        expect(me.get_by_test_id("answer-outcome")).to_have_text("Answered")
+        assert (tmp_path / "my-shop" / "orders.txt").read_text() == "MUG-01 20\n"
+        assert errors == []
+
+        audit = next(b.body for b in blocks(approval_page) if "audit verify" in b.body)
+        verified = subprocess.run(shlex.split(audit.strip()), cwd=tmp_path, env=env, capture_output=True,
+                                  text=True, timeout=60)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
