@@ -9,35 +9,20 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from fakes.serving import _wait_ready, free_port
+import test_service_page
+from fakes.serving import serving
 from test_docs_examples import blocks, blocks_in, write_files
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "docs" / "get-started"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed (scripts/setup.sh installs Debian's chromium package as root)")
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+chromium = test_service_page.browser  # the fixture: Debian's Chromium under Playwright
 
 
 def the_page_commands(page: Path, heading: str) -> list[list[str]]:
@@ -60,7 +45,8 @@ def sign_in(browser: Browser, url: str, key: str, name: str, errors: list[str]) 
 
 
 @pytest.mark.timeout(240)
-def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(browser: Browser, tmp_path: Path) -> None:
+def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(
+        chromium: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     expect.set_options(timeout=30_000)
     tool_page, approval_page = PAGES / "first-tool.md", PAGES / "first-approval.md"
     for page in (tool_page, approval_page):
@@ -70,7 +56,7 @@ def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(browser
                TOOLCRIB_HOME=str(tmp_path / ".home"))
     env.pop("TOOLCRIB_WORKSPACE", None)
 
-    # "Start the service": the page's commands, as written; the port is the one addition (a free one)
+    # "Start the service": the page's commands, as written (the test picks a free port for the server)
     *token_commands, serve = the_page_commands(approval_page, "Start the service")
     keys = {}
     for command in token_commands:
@@ -79,14 +65,10 @@ def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(browser
         assert made.returncode == 0, made.stderr
         keys[command[3]] = made.stdout.strip()
     assert set(keys) == {"me", "sam"}
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen([*serve, "--host", "127.0.0.1", "--port", str(port)], cwd=tmp_path, env=env,
-                                  stdout=out, stderr=subprocess.STDOUT)
-    try:
-        _wait_ready(url, server, log, 60)
+    assert serve[:2] == ["toolcrib", "serve"] and serve[2::2] == ["--workspace", "--model"], serve
+    monkeypatch.chdir(tmp_path)  # the server starts in the reader's folder, where the page's paths lead
+    monkeypatch.setenv("TOOLCRIB_HOME", env["TOOLCRIB_HOME"])
+    with serving(tmp_path / serve[3], tmp_path / "serve.log", model=serve[5]) as url:
         text = approval_page.read_text(encoding="utf-8")
         question = re.search(r"^> (.+)$", text, re.MULTILINE)
         held_call = re.search(r"the held call\n?\s*`([^`]+)`", text)
@@ -94,7 +76,7 @@ def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(browser
         errors: list[str] = []
 
         # Ask, and see the call held: nothing has run
-        me = sign_in(browser, url, keys["me"], "Me", errors)
+        me = sign_in(chromium, url, keys["me"], "Me", errors)
         box = me.get_by_label("Your question")
         box.fill(question.group(1))
         box.press("Enter")
@@ -105,7 +87,7 @@ def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(browser
         assert not (tmp_path / "my-shop" / "orders.txt").exists()
 
         # Approve it on the page, as the approver
-        sam = sign_in(browser, url, keys["sam"], "Sam", errors)
+        sam = sign_in(chromium, url, keys["sam"], "Sam", errors)
         sam.get_by_role("tab", name="Approvals").click()
         card = sam.get_by_test_id("proposal").filter(has_text="order_stock")
         expect(card.get_by_test_id("effect")).to_have_text("write")
@@ -124,10 +106,3 @@ def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(browser
         verified = subprocess.run(shlex.split(audit.strip()), cwd=tmp_path, env=env, capture_output=True,
                                   text=True, timeout=60)
         assert verified.returncode == 0, verified.stdout + verified.stderr
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
