@@ -49,7 +49,7 @@ separation_of_duties = true    # an approver may not approve their own request
 approval_ttl_s = 900           # an approval expires after this many seconds
 proposal_ttl_s = 86400         # a proposal nobody decides on expires after this many seconds
 # [policy.proposal_ttl]        # per tool: reserve_stock = 600
-# [[webhooks]]                 # proposal created/decided/expired, signed: see README "The approver's desk"
+# [[webhooks]]                 # proposal created/decided/expired, signed: see docs/concepts/approvals.md
 # url = "https://chat.example.com/hooks/approvals"
 # secret_env = "TOOLCRIB_WEBHOOK_SECRET"
 
