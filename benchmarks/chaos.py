@@ -48,7 +48,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,20 +158,22 @@ class Load:
         await asyncio.gather(*(self._client(i) for i in range(self.clients)))
 
     async def _client(self, i: int) -> None:
-        n, away = 0, -1  # away: a process that refused the last connection, avoided for one request
+        n, avoid = 0, [0.0, 0.0]  # a process that dropped a connection is avoided for a second (a health check)
         key = self.keys[USERS[i % len(USERS)]]
         async with httpx.AsyncClient(timeout=60) as client:
             while not self._stop.is_set():
                 part = PARTS[(i * 7 + n) % len(PARTS)]
-                target = (i + n) % 2 if away < 0 else 1 - away
-                n, away = n + 1, -1
+                target = (i + n) % 2
+                if avoid[target] > time.monotonic():
+                    target = 1 - target
+                n += 1
                 started = time.monotonic()
                 try:
                     r = await client.post(self.serves[target].url + "/v1/ask", json={
                         "question": f"What does part {part} cost?"}, headers={"Authorization": f"Bearer {key}"})
                 except httpx.HTTPError as exc:  # the process is gone: the other one, as a load balancer would
                     self.seen.append(Seen(time.monotonic(), target, type(exc).__name__, False, 0.0))
-                    away = target
+                    avoid[target] = time.monotonic() + 1.0
                     await asyncio.sleep(0.05)
                     continue
                 ms = (time.monotonic() - started) * 1000
@@ -251,17 +253,23 @@ class Cluster:
         with sqlite3.connect(self.ws / "data" / "demo.sqlite") as db:
             return int(db.execute("SELECT count(*) FROM reservations WHERE part_number = ?", (part,)).fetchone()[0])
 
-    def verify(self) -> dict[str, Any]:
-        """``toolcrib audit verify``, as an operator runs it."""
+    def verify(self, cli: bool = False) -> dict[str, Any]:
+        """The audit chain walked, as ``toolcrib audit verify`` does: in this process (after each fault), or
+        with ``cli`` by the command itself, as an operator runs it (at the end)."""
+        if not cli:
+            from toolcrib.workspace import Workspace
+
+            with Workspace.open(self.ws).audit() as audit:
+                found = audit.verify()
+            return {"audit_verify_ok": found.ok, "audit_verify": f"{found.count} records"
+                    + ("" if found.ok else f", broken at {found.first_bad_seq}: {found.problem}")}
         exe = toolcrib_serve(self.ws)[0]
         done = subprocess.run([exe, "audit", "verify", "--workspace", str(self.ws)], capture_output=True, text=True,
-                              timeout=120)
+                              timeout=300)
         return {"audit_verify_ok": done.returncode == 0, "audit_verify": (done.stdout + done.stderr).strip()[-200:]}
 
     def waiting_on_lock(self, like: str) -> bool:
-        """A server backend waits on a lock in a statement like ``like``."""
-        return bool(self.sql("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                             like))
+        return pg_cluster.waiting_on_lock(self.dsn, like)
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
@@ -272,36 +280,8 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.02)
 
 
-@contextlib.contextmanager
-def holding(dsn: str, statement: str, *params: Any) -> Iterator[None]:
-    """A transaction of the driver's own that runs ``statement`` (taking a lock) and holds it until exit."""
-    import psycopg
-
-    with psycopg.connect(dsn) as conn:
-        conn.execute(statement, params)
-        try:
-            yield
-        finally:
-            conn.rollback()
-
-
-def in_thread(fn: Callable[[], httpx.Response]) -> tuple[threading.Thread, list[Any]]:
-    """Run a request in a thread; the list gets its response or the exception's name."""
-    out: list[Any] = []
-
-    def run() -> None:
-        try:
-            out.append(fn())
-        except httpx.HTTPError as exc:
-            out.append(type(exc).__name__)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, out
-
-
 def answered(response: Any) -> str:
-    return response if isinstance(response, str) else str(response.status_code)
+    return type(response).__name__ if isinstance(response, Exception) else str(response.status_code)
 
 
 # -- the faults -----------------------------------------------------------------------------------------
@@ -339,10 +319,10 @@ def write_killed(c: Cluster, part: str, after_commit: bool) -> dict[str, Any]:
     db = sqlite3.connect(c.ws / "data" / "demo.sqlite", isolation_level=None)
     db.execute("BEGIN IMMEDIATE")  # the tool waits for the database's write lock inside the call
     try:
-        thread, got = in_thread(lambda: c.call(0, "POST", f"/v1/runs/{run_id}/resume", "alice"))
+        thread, got = pg_cluster.in_thread(lambda: c.call(0, "POST", f"/v1/runs/{run_id}/resume", "alice"))
         wait_for(lambda: c.status(pid) == "executing", 30, "the claim")
         if after_commit:  # the write commits; recording its outcome waits on the proposal's row; A dies
-            with holding(c.dsn, "SELECT 1 FROM toolcrib_proposals WHERE id = %s FOR UPDATE", pid):
+            with pg_cluster.holding(c.dsn, "SELECT 1 FROM toolcrib_proposals WHERE id = %s FOR UPDATE", pid):
                 db.execute("ROLLBACK")
                 wait_for(lambda: c.reservations(part) > before, 30, "the write to commit")
                 wait_for(lambda: c.waiting_on_lock("%toolcrib_proposals%"), 30, "the outcome to wait")
@@ -371,14 +351,14 @@ def approval_killed(c: Cluster, part: str, after_commit: bool) -> dict[str, Any]
         return lambda: c.call(target, "POST", f"/v1/proposals/{pid}/approve", "ada", {"hash": shown["hash"]})
 
     if after_commit:  # the approval commits; its audit record waits on the audit table, then A dies
-        with holding(c.dsn, "LOCK TABLE toolcrib_audit IN EXCLUSIVE MODE"):
-            thread, got = in_thread(approve(0))
+        with pg_cluster.holding(c.dsn, "LOCK TABLE toolcrib_audit IN EXCLUSIVE MODE"):
+            thread, got = pg_cluster.in_thread(approve(0))
             wait_for(lambda: c.status(pid) == "approved", 30, "the approval to commit")
             wait_for(lambda: c.waiting_on_lock("%LOCK TABLE toolcrib_audit%"), 30, "the audit append to wait")
             c.serves[0].kill()
     else:  # the approval's transaction waits on the proposal's row, then A dies
-        with holding(c.dsn, "SELECT 1 FROM toolcrib_proposals WHERE id = %s FOR UPDATE", pid):
-            thread, got = in_thread(approve(0))
+        with pg_cluster.holding(c.dsn, "SELECT 1 FROM toolcrib_proposals WHERE id = %s FOR UPDATE", pid):
+            thread, got = pg_cluster.in_thread(approve(0))
             wait_for(lambda: c.waiting_on_lock("%toolcrib_proposals%"), 30, "the approval to wait")
             c.serves[0].kill()
     thread.join()
@@ -401,7 +381,7 @@ def approval_killed(c: Cluster, part: str, after_commit: bool) -> dict[str, Any]
 
 def audit_killed(c: Cluster, load: Load) -> dict[str, Any]:
     """A's READ audit appends pile up behind a held audit table lock; A is killed while they wait."""
-    with holding(c.dsn, "LOCK TABLE toolcrib_audit IN EXCLUSIVE MODE"):
+    with pg_cluster.holding(c.dsn, "LOCK TABLE toolcrib_audit IN EXCLUSIVE MODE"):
         wait_for(lambda: c.waiting_on_lock("%LOCK TABLE toolcrib_audit%"), 30, "audit appends to wait")
         time.sleep(0.3)
         waiting = len(c.sql("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))
@@ -507,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--outage-s", type=float, default=3.0, help="how long PostgreSQL stays down")
     parser.add_argument("--disk-full-s", type=float, default=3.0, help="how long the trace folder stays full")
     parser.add_argument("--skip", default="", help="faults to leave out, comma-separated")
-    args = _quick.parse(parser, argv, clients=8, soak_seconds=5.0, fault_clients=4, outage_s=1.5, disk_full_s=1.0,
+    args = _quick.parse(parser, argv, clients=8, soak_seconds=4.0, fault_clients=4, outage_s=1.5, disk_full_s=1.0,
                         skip="write_killed_before_commit")  # it waits out the tool's timeout as its twin does
     reason = pg_cluster.available()
     if reason:
@@ -548,6 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     out = step()
                     if serves[0].proc is not None and serves[0].proc.poll() is not None:  # killed: back again
                         out["restarted_A_s"] = serves[0].start()
+                    out["clients_saw"] = saw(load.between(t0, time.monotonic()))  # the fault, to A's restart
                     out.update(c.verify())
                     out["fault_s"] = time.monotonic() - t0
                     faults[name] = out
@@ -559,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"background load during the faults: {figures['fault_load']}")
             print(f"soak: {args.clients} clients for {args.soak_seconds:g}s over both processes ...", flush=True)
             figures["soak"] = soak(c, args.clients, args.soak_seconds)
-            figures["soak"].update(c.verify())
+            figures["soak"].update(c.verify(cli=True))
             print("  " + json.dumps(shown(figures["soak"])))
         finally:
             for s in serves:

@@ -49,6 +49,9 @@ import httpx
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from fakes.workspaces import demo_workspace as make_workspace  # noqa: E402
+
 DESK = f"function:{ROOT / 'tests' / 'fakes' / 'desk_model.py'}:desk"
 PG_SERVER = "host=127.0.0.1 port=5432 user=postgres connect_timeout=3"
 USERS = ("alice", "hana", "ada", "liam", "omar")  # every one of them is offered lookup_part
@@ -76,28 +79,6 @@ def scratch_database() -> Iterator[str | None]:
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
-
-
-def make_workspace(root: Path, dsn: str | None, service: dict[str, int], stock: int | None = None) -> Path:
-    """A copy of the demo workspace: optional ``[policy] dsn``, these ``[service]`` settings, no document
-    search when no tool found anything (so a question without a tool call touches no index), its
-    database built and, with ``stock``, every part's stock set to it."""
-    from toolcrib.workspace import DEMO_SOURCE, Workspace
-
-    shutil.copytree(DEMO_SOURCE, root, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
-    config = root / "toolcrib.toml"
-    text = config.read_text(encoding="utf-8")
-    if dsn:
-        text = text.replace("\n[policy]\n", f'\n[policy]\ndsn = "{dsn}"\n', 1)
-    text = text.replace("search_when_nothing_found = true", "search_when_nothing_found = false", 1)
-    text += "\n[service]\nindex_on_start = false\n" + "".join(f"{k} = {v}\n" for k, v in service.items())
-    config.write_text(text, encoding="utf-8")
-    database = Workspace.open(root).database
-    assert database is not None
-    if stock is not None:
-        with sqlite3.connect(database) as conn:
-            conn.execute("UPDATE stock SET available = ?", (stock,))
-    return root
 
 
 def make_keys(ws: Path, users: Sequence[str]) -> dict[str, str]:

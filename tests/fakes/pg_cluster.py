@@ -1,6 +1,8 @@
 """A private PostgreSQL server for fault tests and ``benchmarks/chaos.py``: its own data folder and port,
 so that stopping, restarting or killing it disturbs nobody else's database. Made with the machine's
-``initdb`` and ``pg_ctl`` (as the ``postgres`` user when run as root, which ``initdb`` refuses)."""
+``initdb`` and ``pg_ctl`` (as the ``postgres`` user when run as root, which ``initdb`` refuses). And the
+means to stop a server process at an exact point: a lock held in a transaction of one's own, and a way
+to see that the process waits for it."""
 
 from __future__ import annotations
 
@@ -11,8 +13,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 
 def _binaries() -> Path | None:
@@ -108,3 +113,41 @@ class PrivatePostgres:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def holding(dsn: str, statement: str, *params: Any) -> Iterator[None]:
+    """A transaction of the caller's own that runs ``statement`` (taking a lock) and holds it until exit."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        conn.execute(statement, params)
+        try:
+            yield
+        finally:
+            conn.rollback()
+
+
+def waiting_on_lock(dsn: str, like: str) -> bool:
+    """Some connection waits for a lock in a statement ``LIKE like``."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                            (like,)).fetchone() is not None
+
+
+def in_thread(request: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """Send a request from a thread (its server may be killed meanwhile); the list gets what it returned,
+    or the exception it raised."""
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(request())
+        except Exception as exc:  # a connection the killed server dropped
+            out.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out

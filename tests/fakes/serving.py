@@ -46,6 +46,14 @@ def create_keys(workspace: Path, users: tuple[str, ...]) -> dict[str, str]:
 @contextmanager
 def serving(workspace: Path, log: Path, *, model: str = DESK, ready_s: float = 60.0) -> Iterator[str]:
     """A ``toolcrib serve`` process on ``workspace``, ready; yields its base URL and stops it afterwards."""
+    with serving_process(workspace, log, model=model, ready_s=ready_s) as (url, _):
+        yield url
+
+
+@contextmanager
+def serving_process(workspace: Path, log: Path, *, model: str = DESK, ready_s: float = 60.0
+                    ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``serving``, yielding the process too (a test may kill it); stopped afterwards if still running."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
@@ -53,7 +61,7 @@ def serving(workspace: Path, log: Path, *, model: str = DESK, ready_s: float = 6
                                  "--workspace", str(workspace), "--model", model], stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_ready(url, proc, log, ready_s)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         try:

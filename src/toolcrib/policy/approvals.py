@@ -578,6 +578,9 @@ CREATE TABLE IF NOT EXISTS toolcrib_proposals (
 );
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_hash ON toolcrib_proposals (hash);
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (status, tenant);
+CREATE INDEX IF NOT EXISTS toolcrib_proposals_created ON toolcrib_proposals (created_at);
+CREATE INDEX IF NOT EXISTS toolcrib_proposals_decided ON toolcrib_proposals (decided_at);
+CREATE INDEX IF NOT EXISTS toolcrib_proposals_finished ON toolcrib_proposals (finished_at);
 """
 # columns added after the first release, for stores made before them
 _ADDED_COLUMNS = {"review": "TEXT NOT NULL DEFAULT '{}'", "supersedes": "TEXT NOT NULL DEFAULT ''",
@@ -621,6 +624,9 @@ ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS superseded_by TEXT NOT N
 ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS pending_until DOUBLE PRECISION;
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_hash ON toolcrib_proposals (hash);
 CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (status, tenant);
+CREATE INDEX IF NOT EXISTS toolcrib_proposals_created ON toolcrib_proposals (created_at);
+CREATE INDEX IF NOT EXISTS toolcrib_proposals_decided ON toolcrib_proposals (decided_at);
+CREATE INDEX IF NOT EXISTS toolcrib_proposals_finished ON toolcrib_proposals (finished_at);
 """
 
 

@@ -333,16 +333,25 @@ class _SQLAuditStore(AuditStore):
     def append_missing(self, wanted: Sequence[Wanted]) -> int:
         if not wanted:
             return 0
+        with self._tx(write=False) as cur:  # the usual answer, nothing missing, without the append lock
+            if not self._missing(cur, wanted):
+                return 0
         with self._tx() as cur:
-            ids = sorted({w.proposal_id for w in wanted})
-            cur.execute(self._sql(f"SELECT proposal_id, event FROM toolcrib_audit WHERE proposal_id <> ''"
-                                  f" AND proposal_id IN ({', '.join('?' * len(ids))})"), ids)
-            have = {(pid, event) for pid, event in cur.fetchall()}
-            missing = {(w.proposal_id, w.event): w for w in wanted if (w.proposal_id, w.event) not in have}
+            missing = self._missing(cur, wanted)
             if missing:
                 self._write(cur, [self._entry(w.event, w.actor, w.decided_by, w.tool, w.proposal_id, "", w.detail)
-                                  for w in missing.values()])
+                                  for w in missing])
         return len(missing)
+
+    def _missing(self, cur: Any, wanted: Sequence[Wanted]) -> list[Wanted]:
+        """The wanted records the chain has no record of, one per proposal and event."""
+        ids = sorted({w.proposal_id for w in wanted})
+        if not ids:
+            return []
+        cur.execute(self._sql(f"SELECT proposal_id, event FROM toolcrib_audit WHERE proposal_id <> ''"
+                              f" AND proposal_id IN ({', '.join('?' * len(ids))})"), ids)
+        have = {(pid, event) for pid, event in cur.fetchall()}
+        return list({(w.proposal_id, w.event): w for w in wanted if (w.proposal_id, w.event) not in have}.values())
 
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         while True:
@@ -464,6 +473,8 @@ class SQLiteAuditStore(_SQLAuditStore):
         return super().records(after_seq=after_seq)
 
     def append_missing(self, wanted: Sequence[Wanted]) -> int:
+        if not wanted:
+            return 0
         self._settle()
         with self._commit:  # nothing is journaled meanwhile: the chain order stays the queue's
             return super().append_missing(wanted)
