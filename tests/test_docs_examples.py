@@ -27,8 +27,9 @@ FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=inden
 # The README's Quick start is the set-up itself: CI and the checker run it as the README says.
 QUICK_START = './scripts/setup.sh && .venv/bin/toolcrib ask "What\'s the status of order ORD-1001?"\n'
 # Pages whose shell blocks are covered elsewhere, and why.
-NOT_RUN = {"operations/faults.md": "a 10-minute soak against PostgreSQL; tests/test_benchmarks.py runs chaos.py --quick"}
-SLOW_PAGES = {"get-started/first-question.md", "get-started/first-tool.md"}  # they run the embedded model
+NOT_RUN = {"operations/faults.md": "a 10-minute soak on PostgreSQL; tests/test_benchmarks.py runs chaos.py --quick"}
+SLOW_PAGES = {"get-started/first-question.md", "get-started/first-tool.md",  # they run the embedded model
+              "concepts/modes.md"}  # it indexes the demo's documents first
 
 PYTHON_EXAMPLES = [e for e in find_examples(*SOURCES) if e.prefix_settings().get("test") != "skip"]
 
@@ -106,13 +107,17 @@ def test_shell_examples(page: Path, tmp_path: Path) -> None:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                TOOLCRIB_HOME=str(tmp_path / ".home"))
     env.pop("TOOLCRIB_WORKSPACE", None)
-    for block in blocks(page):
+    found = blocks(page)
+    for block, following in zip(found, [*found[1:], None], strict=True):
         if not runnable(block):
             continue
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.body], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{page.name}: {block.body}\n{done.stdout}\n{done.stderr}"
         assert "Traceback" not in done.stderr, done.stderr
+        if following is not None and following.language == "text":  # the output the page shows: its first line
+            shown = following.body.splitlines()[0].strip()
+            assert shown in done.stdout, f"{page.name}: {block.body}: the page shows {shown!r}; got\n{done.stdout}"
 
 
 def test_every_fence_is_one_the_site_renders() -> None:
