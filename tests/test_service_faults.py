@@ -247,9 +247,9 @@ class SmallDisk:
 
 
 @contextlib.contextmanager
-def _small_disk(folder: Path) -> Iterator[SmallDisk]:
+def _small_disk(folder: Path, size: str = "1m") -> Iterator[SmallDisk]:
     folder.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()}): run as root to fill a disk")
@@ -298,3 +298,18 @@ def test_a_full_run_folder_answers_503_and_the_write_runs_once_when_there_is_roo
         assert Pair(ws, "", [], [], keys).reservations("F2") == before + 1
         assert _ask(url, keys["alice"], "What does part HLV-2205 cost?").status_code == 200
     assert "audit chain OK" in _verify(ws)
+
+
+def test_a_full_disk_under_the_sqlite_stores_answers_503_and_normal_answers_once_there_is_room(
+        tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, None)  # keys, rate limits, approvals and the audit in SQLite files
+    with _small_disk(ws / ".toolcrib", "16m") as disk:
+        keys = create_keys(ws, ("alice",))
+        with serving(ws, tmp_path / "serve.log") as url:
+            assert _ask(url, keys["alice"], "What does part HLV-2205 cost?").status_code == 200
+            disk.fill()
+            _unavailable(_ask(url, keys["alice"], "What does part F1 cost?"))
+            disk.make_room()
+            answered = _ask(url, keys["alice"], "What does part HLV-2205 cost?")
+            assert answered.status_code == 200 and "$52.00" in answered.json()["text"], answered.text
+        assert "audit chain OK" in _verify(ws)
