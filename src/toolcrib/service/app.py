@@ -38,6 +38,7 @@ from toolcrib.models.base import Loadable, Model
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import ApprovalRefused
 from toolcrib.service.auth import Authenticator, JWTVerifier, Unauthenticated, service_store
+from toolcrib.service.links import add_links
 from toolcrib.service.metrics import Metrics
 from toolcrib.service.slots import Busy, RunSlots
 from toolcrib.service.stream import EventQueue, answer_frames, error_frame, event_frames, sse
@@ -416,6 +417,15 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
                   description="The model proposes, the application decides: ask questions over a workspace's "
                               "tools and documents, stream each run, and decide on held calls.")
     app.state.service = svc
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document, with the links from an answer to its run, proposals, decisions and resume."""
+        if app.openapi_schema is None:
+            app.openapi_schema = add_links(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(JSONBodies)
     app.add_middleware(BodyLimit, limit=ws.config.service.max_body_bytes)
 
