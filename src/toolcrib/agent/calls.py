@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from toolcrib.agent.records import LookedUp
-from toolcrib.agent.state import RunnerSettings, RunState
+from toolcrib.agent.state import Complete, RunnerSettings, RunState
 from toolcrib.errors import CallDropped
 from toolcrib.models.base import Message, ToolCall, ToolSpec
 from toolcrib.sql.tool import SQL_RESOURCE
@@ -22,10 +22,12 @@ class Calls:
     """The gate and the registry as one run uses them; every call, the model's or code's, goes through
     ``Gate.run`` and is observed here."""
 
-    def __init__(self, gate: Gate, settings: RunnerSettings, hosted_tools: tuple[str, ...] = ()) -> None:
+    def __init__(self, gate: Gate, settings: RunnerSettings, hosted_tools: tuple[str, ...] = (),
+                 complete: Complete | None = None) -> None:
         self.gate = gate
         self.settings = settings
         self.hosted_tools = hosted_tools
+        self.complete = complete  # the runner's way to ask the model, for a step that asks it to choose
 
     def tool(self, name: str) -> Tool | None:
         return self.gate.registry.get(name)

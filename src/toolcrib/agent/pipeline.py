@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from toolcrib.agent.planning import PassageLookups, PlannedLookups, RegroundedLookup, UnansweredSearch
+from toolcrib.agent.planning import (
+    PassageLookups,
+    PlannedLookups,
+    RegroundedLookup,
+    UnansweredAsk,
+    UnansweredSearch,
+)
 from toolcrib.agent.steps import (
     CapabilitiesNote,
     DocumentSearch,
@@ -27,6 +33,7 @@ STEPS: tuple[Step, ...] = (
     RecordAnswer(),  # records: the answer is the records' facts
     UnansweredSearch(),  # complete: a search for what no result holds
     PassageLookups(),  # complete: lookups of what a passage names
+    UnansweredAsk(),  # complete: the model picks the lookup for one of several asks nothing found answers
     DocumentSearch(),  # search: nothing found anything yet
     UnmentionedName(),  # answer: what the request names, nothing found mentions
     QuotedAnswer(),  # answer: the passages' own words

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 
+from toolcrib.agent import prompts
 from toolcrib.agent.calls import Calls
-from toolcrib.agent.records import unanswered_by_query, unanswered_words
+from toolcrib.agent.records import LookedUp, covered_by, open_asks, unanswered_by_query, unanswered_words
 from toolcrib.agent.state import RunState
 from toolcrib.agent.steps import Finish, Stage, Step, StepId
-from toolcrib.models.base import ToolCall
+from toolcrib.models.base import Message, ToolCall
 from toolcrib.retrieval.excerpt import best_unit
 from toolcrib.retrieval.retriever import contains_exactly
 from toolcrib.text import find_identifiers, stems
 from toolcrib.tools.grounding import identifiers
+from toolcrib.tools.registry import tool_specs
+from toolcrib.tools.tool import Effect
 
 _BUDGET = 2  # planned lookups per run, in up to two rounds (a chain)
+_FOUND_CHARS = 1200  # of the records found, shown with an unanswered ask
 
 
 class RegroundedLookup(Step):
@@ -159,6 +163,46 @@ class PassageLookups(Step):
             calls.offer(run, offer)
             await calls.run_planned(run, planned, "a passage names it for what the request asks, and the request "
                                                   "asks for what this lookup returns", self.id)
+        return None
+
+
+class UnansweredAsk(Step):
+    """A request that asks two or more things, one of which nothing the run found holds ("what is APT-1
+    booked for, and what does that service cost?": the appointment is found, no price): code asks the
+    model once to choose the READ call that looks that part up, showing it the request, the part and
+    the records found (so "that service" is the one the record names). The reply's new calls run
+    through the gate like any; the model then answers from everything found."""
+
+    id, stage, aid, setting = StepId.UNANSWERED_ASK, Stage.COMPLETE, True, "plan_lookups"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        budget = min(_BUDGET, calls.settings.limits.tool_calls - run.calls)
+        if len(run.request.asks) < 2 or run.flagged or calls.complete is None or not run.grounded or budget <= 0:
+            return None
+        records = calls.records(run)
+        results = [LookedUp(tool, "", o.payload.get("data") or {}, "") for o in run.outcomes
+                   if o.ok and (tool := calls.tool(o.call.name)) is not None and "retrieval" not in tool.tags]
+        covered = covered_by(results) | stems(" ".join(p.text for p in run.evidence.passages.values()))
+        unanswered = open_asks(run.request, covered)
+        offer = calls.current_offer(run)
+        reads = [t for t in offer.tools if t.effect is Effect.READ]
+        if not unanswered or not reads:
+            return None
+        ask = unanswered[0]
+        messages = [*(m for m in run.messages if m.role == "system"), Message("user", prompts.UNANSWERED_ASK.format(
+            question=run.question, ask=ask, found=" ".join(records)[:_FOUND_CHARS] or "document passages only"))]
+        reply = calls.complete(run, tool_specs(reads), decided_by="code", tool_choice="required", messages=messages,
+                               title="Ask for the lookup of a part nothing found answers")
+        names = {t.name for t in reads}
+        made = calls.made_keys(run)
+        fresh = [c for c in reply.tool_calls if c.name in names
+                 and (c.name, json.dumps(c.arguments, sort_keys=True)) not in made][:budget]
+        self.note(run, "One thing the request asks, nothing found answers", ask=ask,
+                  calls=[c.to_dict() for c in fresh],
+                  reason="the request asks several things; the model chose the lookup for the one nothing found holds")
+        if fresh:
+            calls.offer(run, offer)
+            await calls.run_model_calls(run, reply.text, fresh)
         return None
 
 

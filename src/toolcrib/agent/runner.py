@@ -71,7 +71,7 @@ class Runner:
         self.tracer_factory = tracer_factory or Tracer
         self.runs = runs
         self.strategy = strategy_for(model, self.settings)
-        self.calls = Calls(gate, self.settings, model.hosted_tools)
+        self.calls = Calls(gate, self.settings, model.hosted_tools, complete=self._complete)
         self.steps = Steps(steps, self.settings, aided=self.strategy.aided)
         self._example_id = _example_id(gate)
 

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.request import Request
 from toolcrib.agent.runs import PausedRun
-from toolcrib.models.base import Message, ToolCall
+from toolcrib.models.base import Completion, Message, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext
 from toolcrib.tools.result import CallOutcome
+from toolcrib.trace.events import DecidedBy
 from toolcrib.trace.tracer import Tracer
 
 Mode = Literal["single", "loop"]
@@ -93,3 +94,11 @@ class RunState:
     def made(self) -> list[CallOutcome]:
         """The outcomes of calls the run made (not those it dropped)."""
         return [o for o in self.outcomes if o.status != "dropped"]
+
+
+class Complete(Protocol):
+    """The runner's one way to ask the model (traced, counted, within the run's limits)."""
+
+    def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
+                 tool_choice: Literal["auto", "none", "required"] = "auto",
+                 messages: list[Message] | None = None, max_tokens: int | None = None) -> Completion: ...

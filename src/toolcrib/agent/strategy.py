@@ -16,26 +16,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import date
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar
 
 from toolcrib.agent import prompts
 from toolcrib.agent.brief import evidence_brief
 from toolcrib.agent.evidence import whole_sentences
 from toolcrib.agent.quotes import compared
-from toolcrib.agent.state import RunnerSettings, RunState
+from toolcrib.agent.state import Complete, RunnerSettings, RunState
 from toolcrib.agent.steps import Finish, StepId
 from toolcrib.agent.today import today_line
 from toolcrib.models.base import Completion, Message, Model, ToolSpec
 from toolcrib.tools.registry import tool_specs
-from toolcrib.trace.events import DecidedBy, EventKind
-
-
-class Complete(Protocol):
-    """The runner's one way to ask the model (traced, counted, within the run's limits)."""
-
-    def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
-                 tool_choice: Literal["auto", "none", "required"] = "auto",
-                 messages: list[Message] | None = None, max_tokens: int | None = None) -> Completion: ...
+from toolcrib.trace.events import EventKind
 
 
 class AnswerStrategy(ABC):
