@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 from typing import Annotated, Any
 
 from toolcrib import (
@@ -25,6 +26,7 @@ from toolcrib import (
 )
 from toolcrib.agent.steps import StepId
 from toolcrib.errors import LimitExceeded
+from toolcrib.policy import SQLiteApprovalStore
 
 RAN: list[str] = []
 NO_FOLLOW_UP = frozenset({StepId.UNANSWERED_ASK})  # for tests of one model decision and its answer
@@ -599,7 +601,8 @@ def test_one_of_several_asks_nothing_found_answers_gets_the_lookup_the_model_pic
     assert "295" in answer.text and answer.model_decided_steps == 1  # the follow-up was asked by code
     follow_up = str(model.requests[1][0][-1].content)
     # the model is shown the part nothing answered and what was found, so "that service" is the booked one
-    assert "what does that service cost?" in follow_up and "Dental scale and polish" in follow_up
+    asked, found = follow_up.split("found so far")
+    assert "what does that service cost?" in asked and "BK-1" not in asked and "Dental scale and polish" in found
     event = next(e for e in TRACERS[-1].events if e.rule == StepId.UNANSWERED_ASK)
     assert event.detail["ask"] == "what does that service cost?"
     decision = [e for e in TRACERS[-1].events if e.kind == EventKind.MODEL_DECISION]
@@ -611,3 +614,39 @@ def test_one_of_several_asks_nothing_found_answers_gets_the_lookup_the_model_pic
     model.assert_complete()
     assert [c["name"] for c in answer.executed] == ["lookup_booking"]
     assert not any(e.rule == StepId.UNANSWERED_ASK for e in TRACERS[-1].events)
+
+
+@tool
+def find_slots(date: str, vet: str) -> dict[str, Any]:
+    """Find a vet's free appointment slots on a date."""
+    return {"free_slots": [{"vet": vet, "start": f"{date}T12:00"}], "count": 1}
+
+
+@tool(effect=Effect.WRITE)
+def book_visit(pet_id: Annotated[str, Identifier(shape=r"PET-\d+")], vet: str, start: str) -> dict[str, Any]:
+    """Book a pet in with a vet at a start time."""
+    RAN.append(f"book_visit {pet_id} {start}")
+    return {"booked": True}
+
+
+def test_a_change_asked_for_after_a_lookup_is_proposed_after_it_and_held(tmp_path: Path) -> None:
+    booking = call("book_visit", pet_id="PET-201", vet="Dr Ann Lee", start="2026-12-08T12:00")
+    model = ScriptedModel([call("find_slots", date="2026-12-08", vet="Dr Ann Lee"), booking], small_model=True)
+    gate = Gate(Registry([find_slots, book_visit]), GroupPolicy({"support": ["*"]}),
+                approvals=SQLiteApprovalStore(tmp_path / "approvals.sqlite"))
+    RAN.clear()
+    answer = Runner(model, gate, tracer_factory=tracer).ask(
+        "Check whether Dr Ann Lee is free at 12:00 on 2026-12-08 and, if she is, book PET-201 in with her.", USER)
+    model.assert_complete()
+    assert answer.outcome == "paused" and [c["name"] for c in answer.executed] == ["find_slots"]
+    assert [p["name"] for p in answer.pending] == ["book_visit"] and RAN == []  # held, not run
+    assert model.requests[1][1] is not None and [t.name for t in model.requests[1][1]] == ["book_visit"]
+    assert "2026-12-08T12:00" in str(model.requests[1][0][-1].content)  # shown what the lookup found
+    assert any(e.rule == StepId.REQUESTED_CHANGE for e in TRACERS[-1].events)
+
+    # "booked" asks for nothing: a question about a booking proposes no change
+    model = ScriptedModel([call("find_slots", date="2026-12-08", vet="Dr Ann Lee"), "Free at 12:00 [1]."],
+                          small_model=True)
+    answer = Runner(model, gate, tracer_factory=tracer).ask("Is PET-201 booked with Dr Ann Lee on 2026-12-08?", USER)
+    model.assert_complete()
+    assert answer.outcome == "answered" and not answer.pending

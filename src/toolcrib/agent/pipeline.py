@@ -6,6 +6,7 @@ from toolcrib.agent.planning import (
     PassageLookups,
     PlannedLookups,
     RegroundedLookup,
+    RequestedChange,
     UnansweredAsk,
     UnansweredSearch,
 )
@@ -30,6 +31,7 @@ STEPS: tuple[Step, ...] = (
     RegroundedLookup(),  # decided (single mode): an invented id made again with the request's one id
     RefusedChange(),  # decided (single mode): the one change was refused, and the answer says so
     PlannedLookups(),  # gather: the lookups the model left out
+    RequestedChange(),  # gather (single mode): a change the request asks for after its lookups, held
     RecordAnswer(),  # records: the answer is the records' facts
     UnansweredSearch(),  # complete: a search for what no result holds
     PassageLookups(),  # complete: lookups of what a passage names

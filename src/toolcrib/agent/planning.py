@@ -4,6 +4,7 @@ the gate like any call and recorded as decided by code (steps of the aided strat
 from __future__ import annotations
 
 import json
+import re
 
 from toolcrib.agent import prompts
 from toolcrib.agent.calls import Calls
@@ -16,7 +17,7 @@ from toolcrib.retrieval.retriever import contains_exactly
 from toolcrib.text import find_identifiers, stems
 from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.registry import tool_specs
-from toolcrib.tools.tool import Effect
+from toolcrib.tools.tool import Effect, Tool, name_words
 
 _BUDGET = 2  # planned lookups per run, in up to two rounds (a chain)
 _FOUND_CHARS = 1200  # of the records found, shown with an unanswered ask
@@ -102,6 +103,49 @@ class PlannedLookups(Step):
         return planned
 
 
+class RequestedChange(Step):
+    """Single mode: a request that asks for lookups and then a change ("check whether Dr X is free at
+    12:00 and, if he is, book PET-1 in with him") whose one decision made only the lookups. The change
+    is asked for when the request says its verb as written in the tool's name ("book", not "booked") and
+    holds a value of each identifier it requires; code asks the model once to propose it, shown what the
+    lookups found, offered that tool only. The proposal goes through the gate like any: held for a
+    person's approval, and the run pauses with it."""
+
+    id, stage, aid, modes = StepId.REQUESTED_CHANGE, Stage.GATHER, True, frozenset({"single"})
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        if run.flagged or calls.complete is None or any(calls.changes(o.call) for o in run.outcomes):
+            return None
+        words = set(re.findall(r"[a-z]+", run.question.casefold()))
+        offer = calls.current_offer(run)
+        asked = [t for t in offer.tools if t.effect is not Effect.READ and _asks_change(t, words, run.question)]
+        if len(asked) != 1:
+            return None
+        tool = asked[0]
+        messages = [*(m for m in run.messages if m.role == "system"), Message("user", prompts.REQUESTED_CHANGE.format(
+            question=run.question, found=" ".join(calls.records(run))[:_FOUND_CHARS] or "nothing"))]
+        reply = calls.complete(run, tool_specs([tool]), decided_by="code", tool_choice="required", messages=messages,
+                               title=f"Ask for the change the request asks for: {tool.name}")
+        proposed = [c for c in reply.tool_calls if c.name == tool.name][:1]
+        self.note(run, f"The request asks for a change after its lookups: {tool.name}",
+                  calls=[c.to_dict() for c in proposed],
+                  reason="the request says the change's verb and gives its identifiers; the one decision made only "
+                         "the lookups, so the model was asked for the change, which waits for a person's approval")
+        if proposed:
+            calls.offer(run, offer)
+            await calls.run_model_calls(run, reply.text, proposed)
+        return None
+
+
+def _asks_change(tool: Tool, words: set[str], request: str) -> bool:
+    """Whether ``request`` (``words``: its words) says ``tool``'s verb as its name writes it and holds a
+    value of each identifier shape the tool requires (at least one)."""
+    required = set(tool.parameters.get("required", ()))
+    shapes = [shape for name, shape in tool.identifier_shapes if name in required]
+    return (name_words(tool.name)[0] in words and bool(shapes)
+            and all(identifiers(request, shape) for shape in shapes))
+
+
 class UnansweredSearch(Step):
     """The run's lookups found something, but not what two or more words of the request ask about: code
     searches the documents for it."""
@@ -169,9 +213,9 @@ class PassageLookups(Step):
 class UnansweredAsk(Step):
     """A request that asks two or more things, one of which nothing the run found holds ("what is APT-1
     booked for, and what does that service cost?": the appointment is found, no price): code asks the
-    model once to choose the READ call that looks that part up, showing it the request, the part and
-    the records found (so "that service" is the one the record names). The reply's new calls run
-    through the gate like any; the model then answers from everything found."""
+    model once to choose the READ call that looks that part up, among the tools the run has not used,
+    showing it the part and the records found (so "that service" is the one the record names). The
+    reply's new calls run through the gate like any; the model then answers from everything found."""
 
     id, stage, aid, setting = StepId.UNANSWERED_ASK, Stage.COMPLETE, True, "plan_lookups"
 
@@ -185,12 +229,13 @@ class UnansweredAsk(Step):
         covered = covered_by(results) | stems(" ".join(p.text for p in run.evidence.passages.values()))
         unanswered = open_asks(run.request, covered)
         offer = calls.current_offer(run)
-        reads = [t for t in offer.tools if t.effect is Effect.READ]
+        used = {o.call.name for o in run.made()}  # what they found is above: another tool looks the part up
+        reads = [t for t in offer.tools if t.effect is Effect.READ and t.name not in used]
         if not unanswered or not reads:
             return None
         ask = unanswered[0]
         messages = [*(m for m in run.messages if m.role == "system"), Message("user", prompts.UNANSWERED_ASK.format(
-            question=run.question, ask=ask, found=" ".join(records)[:_FOUND_CHARS] or "document passages only"))]
+            ask=ask, found=" ".join(records)[:_FOUND_CHARS] or "document passages only"))]
         reply = calls.complete(run, tool_specs(reads), decided_by="code", tool_choice="required", messages=messages,
                                title="Ask for the lookup of a part nothing found answers")
         names = {t.name for t in reads}

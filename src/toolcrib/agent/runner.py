@@ -197,6 +197,9 @@ class Runner:
             return await self._pause(run, pending)
         if all(o.effect == Effect.READ.value for o in run.decided):  # lookups only: code adds what they left out
             await self.steps.run(Stage.GATHER, run, self.calls)
+            pending = [o for o in run.outcomes if o.status == "approval_required" and o.proposal_id]
+            if pending:  # a change the request asked for after them
+                return await self._pause(run, pending)
             if any(o.ok for o in run.outcomes):
                 if (done := await self.steps.run(Stage.RECORDS, run, self.calls)) is not None:
                     return await self._end(run, done)

@@ -43,6 +43,7 @@ class StepId(StrEnum):
     REGROUNDED_LOOKUP = "regrounded_lookup"  # a lookup refused for an invented id, made with the request's one id
     REFUSED_CHANGE = "refused_change"  # the one call was a change the gate refused: said so by code
     PLANNED_LOOKUPS = "planned_lookups"  # the obvious lookups the model left out
+    REQUESTED_CHANGE = "requested_change"  # single mode: a change the request asks for after its lookups
     RECORD_ANSWER = "record_answer"  # facts of records looked up, stated by code
     UNANSWERED_SEARCH = "unanswered_search"  # a document search for what the request asks and no result holds
     PASSAGE_LOOKUPS = "passage_lookups"  # lookups of what a passage names for the request
@@ -64,7 +65,7 @@ class Stage(StrEnum):
     REQUEST = "request"  # before the model is asked
     PROPOSED = "proposed"  # the model's calls, before they run (``RunState.proposed``)
     DECIDED = "decided"  # single mode: the model's one decision ran
-    GATHER = "gather"  # the run's calls were lookups: code adds the ones left out
+    GATHER = "gather"  # the run's calls were lookups: code adds the ones left out (and a change asked after them)
     RECORDS = "records"  # the answer may be the records looked up
     COMPLETE = "complete"  # what the lookups left out of the request
     SEARCH = "search"  # before the evidence rule: nothing found yet
