@@ -8,6 +8,7 @@ import re
 
 from toolcrib.agent import prompts
 from toolcrib.agent.calls import Calls
+from toolcrib.agent.fit import invented_values
 from toolcrib.agent.records import LookedUp, covered_by, open_asks, unanswered_by_query, unanswered_words
 from toolcrib.agent.state import RunState
 from toolcrib.agent.steps import Finish, Stage, Step, StepId
@@ -238,10 +239,11 @@ class UnansweredAsk(Step):
             ask=ask, found=" ".join(records)[:_FOUND_CHARS] or "document passages only"))]
         reply = calls.complete(run, tool_specs(reads), decided_by="code", tool_choice="required", messages=messages,
                                title="Ask for the lookup of a part nothing found answers")
-        names = {t.name for t in reads}
+        by_name = {t.name: t for t in reads}
         made = calls.made_keys(run)
-        fresh = [c for c in reply.tool_calls if c.name in names
-                 and (c.name, json.dumps(c.arguments, sort_keys=True)) not in made][:budget]
+        fresh = [c for c in reply.tool_calls if c.name in by_name
+                 and (c.name, json.dumps(c.arguments, sort_keys=True)) not in made
+                 and not invented_values(by_name[c.name], c.arguments, run.request, run.cctx.grounding)][:budget]
         self.note(run, "One thing the request asks, nothing found answers", ask=ask,
                   calls=[c.to_dict() for c in fresh],
                   reason="the request asks several things; the model chose the lookup for the one nothing found holds")
