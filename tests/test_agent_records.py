@@ -150,7 +150,7 @@ def test_a_request_asking_more_than_its_records_hold_gets_the_documents_searched
     # asking words and a count the request gives itself are not things the record must hold
     assert ask("Check whether three items of order ORD-1001 have shipped.")[1] == ["get_order_status"]
     assert ask("Has order ORD-1001 shipped, and how many days do I have to return its items?",
-               search_when_unanswered=False, plan_lookups=False)[1] == ["get_order_status"]
+               search_when_unanswered=False)[1] == ["get_order_status"]
 
 
 @tool
@@ -169,8 +169,7 @@ def test_a_query_column_named_for_what_it_does_not_compute_is_not_stated_and_its
     tracer = Tracer()
     gate = Gate(Registry([contracts_query, search_docs]), GroupPolicy({"support": ["*"]}))
     question = "What is the total value of contract KC-2025-001 and how long is its delivery lead time?"
-    answer = Runner(model, gate, RunnerSettings(steps_off=frozenset({StepId.UNANSWERED_ASK})),
-                    tracer_factory=lambda: tracer).ask(question, USER)
+    answer = Runner(model, gate, tracer_factory=lambda: tracer).ask(question, USER)
     assert [o["name"] for o in answer.executed] == ["contracts_query", "search_docs"]
     assert len(model.requests) == 2 and "delivery_lead_time 2025" not in answer.text  # the model answered
     search = next(e for e in tracer.events if e.kind == EventKind.CODE_SEARCH)

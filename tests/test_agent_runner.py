@@ -29,7 +29,6 @@ from toolcrib.errors import LimitExceeded
 from toolcrib.policy import SQLiteApprovalStore
 
 RAN: list[str] = []
-NO_FOLLOW_UP = frozenset({StepId.UNANSWERED_ASK})  # for tests of one model decision and its answer
 
 
 @tool
@@ -294,7 +293,7 @@ def test_the_final_answer_may_be_longer_for_each_thing_the_question_asks_up_to_i
     def final_cap(question: str) -> int | None:
         model = CappedModel([call("search_contracts", query="price revision"), "Yes [1]."])
         gate = Gate(Registry([search_contracts]), GroupPolicy({"support": ["*"]}))
-        Runner(model, gate, RunnerSettings(answer_tokens_per_ask=120, answer_max_tokens=200, steps_off=NO_FOLLOW_UP),
+        Runner(model, gate, RunnerSettings(answer_tokens_per_ask=120, answer_max_tokens=200),
                tracer_factory=tracer).ask(question, USER)
         return model.caps[-1]
 
@@ -531,8 +530,7 @@ def test_the_final_ask_of_a_question_about_several_parties_or_things_asks_for_ea
         model = ScriptedModel([call("search_contracts", query="price revision"), "Yes [contract-vogel#c8]."],
                               small_model=True)
         gate = Gate(Registry([search_contracts]), GroupPolicy({"support": ["*"]}))
-        settings = RunnerSettings(mode="single", steps_off=NO_FOLLOW_UP)
-        Runner(model, gate, settings, tracer_factory=tracer).ask(question, USER)
+        Runner(model, gate, RunnerSettings(mode="single"), tracer_factory=tracer).ask(question, USER)
         return str(model.requests[1][0][-1].content)
 
     assert "each of: Vogel; Tamarack" in final_ask("Can Vogel and Tamarack raise their prices?")
@@ -569,51 +567,9 @@ def test_a_request_carrying_sql_statement_text_is_not_offered_the_query_tool_but
         "the request carries SQL statement text ('; DROP TABLE')")
     model = ScriptedModel([call("query_records", query="SELECT 1"), "One."],
                           small_model=True)  # a plain request keeps it
-    Runner(model, Gate(Registry([query_records]), GroupPolicy({"support": ["*"]})),
-           RunnerSettings(steps_off=NO_FOLLOW_UP), tracer_factory=tracer).ask(
+    Runner(model, Gate(Registry([query_records]), GroupPolicy({"support": ["*"]})), tracer_factory=tracer).ask(
         "How many orders shipped in 2025; and which were late?", USER)
     assert offered(model) == ["query_records"]
-
-
-@tool
-def lookup_booking(booking_id: Annotated[str, Identifier()]) -> dict[str, Any]:
-    """Look up one booking: which pet, when, and the service it is for."""
-    return {"found": True, "booking_id": booking_id, "pet": "Luna", "service": "Dental scale and polish"}
-
-
-@tool
-def query_services(query: str) -> dict[str, Any]:
-    """Run a read-only SQL query over the services table (name, price)."""
-    RAN.append(f"query_services {query}")
-    return {"columns": ["price"], "rows": [[295.0]], "row_count": 1, "truncated": False}
-
-
-def test_one_of_several_asks_nothing_found_answers_gets_the_lookup_the_model_picks_for_it() -> None:
-    query = "SELECT price FROM services WHERE name = 'Dental scale and polish'"
-    model = ScriptedModel([call("lookup_booking", booking_id="BK-1"), call("query_services", query=query),
-                           "Dental scale and polish [1], which costs 295 [2]."], small_model=True)
-    gate = Gate(Registry([lookup_booking, query_services]), GroupPolicy({"support": ["*"]}))
-    RAN.clear()
-    answer = Runner(model, gate, tracer_factory=tracer).ask(
-        "What is BK-1 booked for, and what does that service cost?", USER)
-    model.assert_complete()
-    assert [c["name"] for c in answer.executed] == ["lookup_booking", "query_services"]
-    assert "295" in answer.text and answer.model_decided_steps == 1  # the follow-up was asked by code
-    follow_up = str(model.requests[1][0][-1].content)
-    # the model is shown the part nothing answered and what was found, so "that service" is the booked one
-    asked, found = follow_up.split("found so far")
-    assert "what does that service cost?" in asked and "BK-1" not in asked and "Dental scale and polish" in found
-    event = next(e for e in TRACERS[-1].events if e.rule == StepId.UNANSWERED_ASK)
-    assert event.detail["ask"] == "what does that service cost?"
-    decision = [e for e in TRACERS[-1].events if e.kind == EventKind.MODEL_DECISION]
-    assert [e.decided_by for e in decision] == ["model", "code", "code"]
-
-    # everything it asks, the booking holds: no follow-up, the model answers from the record
-    model = ScriptedModel([call("lookup_booking", booking_id="BK-1"), "Luna, for a dental [1]."], small_model=True)
-    answer = Runner(model, gate, tracer_factory=tracer).ask("What is BK-1 booked for, and which pet is it for?", USER)
-    model.assert_complete()
-    assert [c["name"] for c in answer.executed] == ["lookup_booking"]
-    assert not any(e.rule == StepId.UNANSWERED_ASK for e in TRACERS[-1].events)
 
 
 @tool

@@ -126,8 +126,7 @@ def test_loop_mode_adds_nothing_when_the_calls_found_what_was_asked(ws: Path) ->
 
 def test_what_a_passage_names_for_the_request_is_looked_up_for_what_it_asks(ws: Path) -> None:
     _, events = ask(ws, "Which probe does temperature channel C of the KB-400 use, and what does it cost?",
-                    {"name": "vector_search", "arguments": {"query": "KB-400 temperature channel C probe"}},
-                    replies=("", "Here is what I found."))  # asked for the price's lookup: chose none
+                    {"name": "vector_search", "arguments": {"query": "KB-400 temperature channel C probe"}})
     # the manual's line "Temperature channel C: ... PT100 probe TC-PT100" names two identifiers of the
     # part shape; both are looked up by code, and the catalogue has one
     assert planned(events)[-2:] == [("lookup_part", {"part_number": "PT100"}),

@@ -7,7 +7,6 @@ from toolcrib.agent.planning import (
     PlannedLookups,
     RegroundedLookup,
     RequestedChange,
-    UnansweredAsk,
     UnansweredSearch,
 )
 from toolcrib.agent.steps import (
@@ -35,7 +34,6 @@ STEPS: tuple[Step, ...] = (
     RecordAnswer(),  # records: the answer is the records' facts
     UnansweredSearch(),  # complete: a search for what no result holds
     PassageLookups(),  # complete: lookups of what a passage names
-    UnansweredAsk(),  # complete: the model picks the lookup for one of several asks nothing found answers
     DocumentSearch(),  # search: nothing found anything yet
     UnmentionedName(),  # answer: what the request names, nothing found mentions
     QuotedAnswer(),  # answer: the passages' own words

@@ -8,8 +8,7 @@ import re
 
 from toolcrib.agent import prompts
 from toolcrib.agent.calls import Calls
-from toolcrib.agent.fit import invented_values
-from toolcrib.agent.records import LookedUp, covered_by, open_asks, unanswered_by_query, unanswered_words
+from toolcrib.agent.records import unanswered_by_query, unanswered_words
 from toolcrib.agent.state import RunState
 from toolcrib.agent.steps import Finish, Stage, Step, StepId
 from toolcrib.models.base import Message, ToolCall
@@ -21,7 +20,7 @@ from toolcrib.tools.registry import tool_specs
 from toolcrib.tools.tool import Effect, Tool, name_words
 
 _BUDGET = 2  # planned lookups per run, in up to two rounds (a chain)
-_FOUND_CHARS = 1200  # of the records found, shown with an unanswered ask
+_FOUND_CHARS = 1200  # of the records found, shown with a change asked for after them
 
 
 class RegroundedLookup(Step):
@@ -208,48 +207,6 @@ class PassageLookups(Step):
             calls.offer(run, offer)
             await calls.run_planned(run, planned, "a passage names it for what the request asks, and the request "
                                                   "asks for what this lookup returns", self.id)
-        return None
-
-
-class UnansweredAsk(Step):
-    """A request that asks two or more things, one of which nothing the run found holds ("what is APT-1
-    booked for, and what does that service cost?": the appointment is found, no price): code asks the
-    model once to choose the READ call that looks that part up, among the tools the run has not used,
-    showing it the part and the records found (so "that service" is the one the record names). The
-    reply's new calls run through the gate like any; the model then answers from everything found."""
-
-    id, stage, aid, setting = StepId.UNANSWERED_ASK, Stage.COMPLETE, True, "plan_lookups"
-
-    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
-        budget = min(_BUDGET, calls.settings.limits.tool_calls - run.calls)
-        if len(run.request.asks) < 2 or run.flagged or calls.complete is None or not run.grounded or budget <= 0:
-            return None
-        records = calls.records(run)
-        results = [LookedUp(tool, "", o.payload.get("data") or {}, "") for o in run.outcomes
-                   if o.ok and (tool := calls.tool(o.call.name)) is not None and "retrieval" not in tool.tags]
-        covered = covered_by(results) | stems(" ".join(p.text for p in run.evidence.passages.values()))
-        unanswered = open_asks(run.request, covered)
-        offer = calls.current_offer(run)
-        used = {o.call.name for o in run.made()}  # what they found is above: another tool looks the part up
-        reads = [t for t in offer.tools if t.effect is Effect.READ and t.name not in used]
-        if not unanswered or not reads:
-            return None
-        ask = unanswered[0]
-        messages = [*(m for m in run.messages if m.role == "system"), Message("user", prompts.UNANSWERED_ASK.format(
-            ask=ask, found=" ".join(records)[:_FOUND_CHARS] or "document passages only"))]
-        reply = calls.complete(run, tool_specs(reads), decided_by="code", tool_choice="required", messages=messages,
-                               title="Ask for the lookup of a part nothing found answers")
-        by_name = {t.name: t for t in reads}
-        made = calls.made_keys(run)
-        fresh = [c for c in reply.tool_calls if c.name in by_name
-                 and (c.name, json.dumps(c.arguments, sort_keys=True)) not in made
-                 and not invented_values(by_name[c.name], c.arguments, run.request, run.cctx.grounding)][:budget]
-        self.note(run, "One thing the request asks, nothing found answers", ask=ask,
-                  calls=[c.to_dict() for c in fresh],
-                  reason="the request asks several things; the model chose the lookup for the one nothing found holds")
-        if fresh:
-            calls.offer(run, offer)
-            await calls.run_model_calls(run, reply.text, fresh)
         return None
 
 

@@ -121,39 +121,23 @@ def _cell(value: Any) -> str:
 
 
 def _asks_beyond(request: Request, lookups: Sequence[LookedUp]) -> bool:
-    """Whether ``request`` asks for more than ``lookups`` hold (``open_asks``)."""
-    return bool(open_asks(request, covered_by(lookups)))
-
-
-def open_asks(request: Request, covered: Set[str]) -> list[str]:
-    """The things ``request`` asks (``Request.asks``) with a content word ``covered`` (word stems of what
-    was found) does not hold, beyond the one word of its own phrasing an ask of three or more content
-    words may have."""
-    found: list[str] = []
-    for ask in request.asks or (request.text,):
-        asked = stems(ask) - _ASKING
-        if len(asked - covered) > (1 if len(asked) >= 3 else 0):
-            found.append(ask)
-    return found
+    """Whether ``request`` asks for more than ``lookups`` hold: a word none covers (one is let pass in a
+    request of three or more content words: a word of its own phrasing)."""
+    asked = request.stems - _ASKING
+    return len(unanswered_words(request.stems, lookups)) > (1 if len(asked) >= 3 else 0)
 
 
 def unanswered_words(asked: Set[str], lookups: Sequence[LookedUp]) -> set[str]:
     """The content words of ``asked`` (a request's stems) that no record holds, in its fields or values, and no
-    tool that returned one names or describes: what the request asks beyond what was looked up."""
-    return set(asked) - _ASKING - covered_by(lookups)
-
-
-def covered_by(lookups: Sequence[LookedUp]) -> set[str]:
-    """The word stems ``lookups`` cover: each record's fields and values and the name and description of
-    the tool that returned it. A lookup that found nothing (``"found": false``) covers nothing: its tool's
-    description is no answer."""
+    tool that returned one names or describes: what the request asks beyond what was looked up. A
+    lookup that found nothing (``"found": false``) covers nothing: its tool's description is no answer."""
     covered: set[str] = set()
     for item in lookups:
         if isinstance(item.record, Mapping) and item.record.get("found") is False:
             continue
         text = json.dumps(item.record, ensure_ascii=False, default=str).replace("_", " ")
         covered |= stems(f"{item.tool.name.replace('_', ' ')} {item.tool.description} {text}")
-    return covered
+    return set(asked) - _ASKING - covered
 
 
 def unanswered_by_query(asked: Set[str], tool: Tool, data: Mapping[str, Any]) -> set[str]:

@@ -47,7 +47,6 @@ class StepId(StrEnum):
     RECORD_ANSWER = "record_answer"  # facts of records looked up, stated by code
     UNANSWERED_SEARCH = "unanswered_search"  # a document search for what the request asks and no result holds
     PASSAGE_LOOKUPS = "passage_lookups"  # lookups of what a passage names for the request
-    UNANSWERED_ASK = "unanswered_ask"  # one of several things asked nothing found holds: the model picks its lookup
     DOCUMENT_SEARCH = "document_search"  # nothing found anything: code searches the documents once
     UNMENTIONED_NAME = "unmentioned_name"  # the request names what nothing found mentions: abstained
     QUOTED_ANSWER = "quoted_answer"  # a fact question the passages answer, quoted by code
