@@ -43,6 +43,11 @@ def _same_call(call: ToolCall, calls: Sequence[ToolCall]) -> bool:
     return any(c.name == call.name and c.arguments == call.arguments for c in calls)
 
 
+def _held(outcomes: Sequence[CallOutcome]) -> list[CallOutcome]:
+    """The calls of ``outcomes`` held for a person's approval, each with its proposal."""
+    return [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
+
+
 def _example_id(gate: Gate) -> str:
     """A citation id for the system prompt's example, from the workspace's own tools: its first lookup."""
     tools = [t for t in gate.registry if t.effect is Effect.READ]
@@ -192,13 +197,11 @@ class Runner:
             self.calls.drop(run, extra, reason)
         if (done := await self.steps.run(Stage.DECIDED, run, self.calls)) is not None:
             return await self._end(run, done)
-        pending = [o for o in run.decided if o.status == "approval_required" and o.proposal_id]
-        if pending:
+        if pending := _held(run.decided):
             return await self._pause(run, pending)
         if all(o.effect == Effect.READ.value for o in run.decided):  # lookups only: code adds what they left out
             await self.steps.run(Stage.GATHER, run, self.calls)
-            pending = [o for o in run.outcomes if o.status == "approval_required" and o.proposal_id]
-            if pending:  # a change the request asked for after them
+            if pending := _held(run.outcomes):  # a change the request asked for after them
                 return await self._pause(run, pending)
             if any(o.ok for o in run.outcomes):
                 if (done := await self.steps.run(Stage.RECORDS, run, self.calls)) is not None:
@@ -299,8 +302,7 @@ class Runner:
                 self.calls.drop(run, extra, f"over the run's budget of {limits.tool_calls} tool calls "
                                             "(limits.tool_calls)")
             outcomes = await self.calls.run_model_calls(run, reply.text, calls)
-            pending = [o for o in outcomes if o.status == "approval_required" and o.proposal_id]
-            if pending:
+            if pending := _held(outcomes):
                 return await self._pause(run, pending)
 
     async def _fitting(self, run: RunState, calls: list[ToolCall]) -> list[ToolCall]:
@@ -390,7 +392,7 @@ class Runner:
         detail: dict[str, Any] = {"text": text[:500], "flags": flags}
         if outcome == "paused":
             detail["proposals"] = [{"proposal_id": o.proposal_id, "tool": o.call.name, "call_id": o.call.id}
-                                   for o in run.outcomes if o.status == "approval_required" and o.proposal_id]
+                                   for o in _held(run.outcomes)]
         run.tracer.record(EventKind.RUN_FINISHED, f"Final answer ({outcome})", status=outcome,
                           citations=[c.id for c in citations], ms=answer.ms, detail=detail)
         run.tracer.close()
