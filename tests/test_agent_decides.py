@@ -110,8 +110,11 @@ def test_a_request_for_a_tool_the_user_may_not_use_is_told_so_with_what_they_may
     answer, _, _ = run([call], "What was the last archived temperature of channel C?")  # names no verb of it
     assert "not available" not in answer.text
     lab = Principal("liam", groups=frozenset({"lab"}))
-    answer, _, _ = run([call], "Give me a live reading of channel C.", lab)  # theirs to use: nothing to say
-    assert "not available" not in answer.text
+    # theirs to use: nothing to say; the live reading the request asks for is asked of the model once
+    # (requested_change), which here proposes none
+    answer, model, _ = run([call, "The archived reading is what I can give."], "Give me a live reading of channel C.",
+                           lab)
+    assert "not available" not in answer.text and len(model.requests) == 2
 
 
 def test_a_figure_about_a_name_no_evidence_mentions_is_removed() -> None:
