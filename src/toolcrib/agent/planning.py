@@ -117,8 +117,12 @@ class RequestedChange(Step):
         if run.flagged or calls.complete is None or any(calls.changes(o.call) for o in run.outcomes):
             return None
         words = set(re.findall(r"[a-z]+", run.question.casefold()))
+        named = {t.name for t in calls.gate.registry
+                 if t.effect is not Effect.READ and _asks_change(t, words, run.question)}
+        if not named:  # the usual case: no offer is computed for it
+            return None
         offer = calls.current_offer(run)
-        asked = [t for t in offer.tools if t.effect is not Effect.READ and _asks_change(t, words, run.question)]
+        asked = [t for t in offer.tools if t.name in named]
         if len(asked) != 1:
             return None
         tool = asked[0]

@@ -131,6 +131,11 @@ class Wanted:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+def _not_recorded(wanted: Sequence[Wanted], have: set[tuple[str, str]]) -> list[Wanted]:
+    """The wanted records whose (proposal, event) ``have`` lacks, one per proposal and event."""
+    return list({(w.proposal_id, w.event): w for w in wanted if (w.proposal_id, w.event) not in have}.values())
+
+
 class AuditStore(ABC):
     """Append-only, tamper-evident record. There is deliberately no update or delete."""
 
@@ -173,9 +178,8 @@ class AuditStore(ABC):
         (``ApprovalDesk.reconcile``). SQL stores check and append in one transaction under the append
         lock, so two processes reconciling at once append it once. Default: a scan, then appends."""
         ids = {w.proposal_id for w in wanted}
-        have = {(r.proposal_id, r.event) for r in self.records() if r.proposal_id in ids}
-        missing = {(w.proposal_id, w.event): w for w in wanted if (w.proposal_id, w.event) not in have}
-        for w in missing.values():
+        missing = _not_recorded(wanted, {(r.proposal_id, r.event) for r in self.records() if r.proposal_id in ids})
+        for w in missing:
             self.append(w.event, actor=w.actor, decided_by=w.decided_by, tool=w.tool, proposal_id=w.proposal_id,
                         detail=w.detail)
         return len(missing)
@@ -350,8 +354,7 @@ class _SQLAuditStore(AuditStore):
             return []
         cur.execute(self._sql(f"SELECT proposal_id, event FROM toolcrib_audit WHERE proposal_id <> ''"
                               f" AND proposal_id IN ({', '.join('?' * len(ids))})"), ids)
-        have = {(pid, event) for pid, event in cur.fetchall()}
-        return list({(w.proposal_id, w.event): w for w in wanted if (w.proposal_id, w.event) not in have}.values())
+        return _not_recorded(wanted, {(pid, event) for pid, event in cur.fetchall()})
 
     def records(self, *, after_seq: int = 0) -> Iterator[AuditRecord]:
         while True:
