@@ -30,27 +30,34 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
-import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import _quick  # benchmarks/_quick.py: --quick
+import _serving
 import httpx
-from pydantic import BaseModel
+from _serving import (
+    ROOT,
+    Tally,
+    ask,
+    bare_app,
+    closed_loop,
+    make_keys,
+    percentile,
+    rounded,
+    server,
+    summary,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from fakes.workspaces import demo_workspace as make_workspace  # noqa: E402
+from fakes.workspaces import demo_workspace as make_workspace
 
 DESK = f"function:{ROOT / 'tests' / 'fakes' / 'desk_model.py'}:desk"
 PG_SERVER = "host=127.0.0.1 port=5432 user=postgres connect_timeout=3"
@@ -81,184 +88,8 @@ def scratch_database() -> Iterator[str | None]:
         admin.close()
 
 
-def make_keys(ws: Path, users: Sequence[str]) -> dict[str, str]:
-    from toolcrib.service.auth import service_store
-    from toolcrib.workspace import Workspace
-
-    store = service_store(Workspace.open(ws))
-    try:
-        return {user: store.create_key(user, "serve_load")[1] for user in users}
-    finally:
-        store.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def server(command: list[str], log: Path, ready_path: str = "/readyz", deadline_s: float = 60) -> Iterator[str]:
-    """Start one server process on a free port (``{port}`` in ``command``), wait until ``ready_path``
-    answers 200, yield its URL, and stop it."""
-    port = free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen([part.replace("{port}", str(port)) for part in command],
-                                stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + deadline_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{command[0]} exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + ready_path, timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{url} not ready within {deadline_s:g}s:\n{log.read_text(errors='replace')}")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def toolcrib_serve(ws: Path) -> list[str]:
-    exe = Path(sys.executable).with_name("toolcrib")
-    program = [str(exe)] if exe.exists() else [shutil.which("toolcrib") or "toolcrib"]
-    return [*program, "serve", "--host", "127.0.0.1", "--port", "{port}", "--workspace", str(ws), "--model", DESK]
-
-
-class BareAsk(BaseModel):
-    question: str
-
-
-def bare_app() -> Any:
-    """A FastAPI app whose ``POST /v1/ask`` validates the same body and does nothing else."""
-    from fastapi import FastAPI
-
-    app = FastAPI()
-
-    @app.get("/readyz")
-    async def ready() -> dict[str, bool]:
-        return {"ready": True}
-
-    @app.post("/v1/ask")
-    async def ask(body: BareAsk) -> dict[str, str]:
-        return {"text": "", "outcome": "answered"}
-
-    return app
-
-
-# -- driving load ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class Tally:
-    """What a closed loop of clients saw."""
-
-    latencies_ms: dict[str, list[float]] = field(default_factory=lambda: {"json": [], "stream": []})
-    statuses: Counter[str] = field(default_factory=Counter)  # "200", "503", "stream_error:busy", "ReadTimeout"
-    outcomes: Counter[str] = field(default_factory=Counter)
-    run_ids: list[str] = field(default_factory=list)
-    tool_calls: int = 0  # tools the answers say ran
-    elapsed_s: float = 0.0
-
-    @property
-    def requests(self) -> int:
-        return sum(self.statuses.values())
-
-    @property
-    def errors(self) -> int:
-        return self.requests - self.statuses["200"]
-
-    def all_latencies(self) -> list[float]:
-        return self.latencies_ms["json"] + self.latencies_ms["stream"]
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def read_stream(body: str) -> tuple[dict[str, Any] | None, str]:
-    """The Answer (the ``toolcrib.answer`` frame) of an AG-UI stream, or the error code it ended with."""
-    answer, error = None, ""
-    for line in body.splitlines():
-        if not line.startswith("data: "):
-            continue
-        frame = json.loads(line[6:])
-        if frame.get("type") == "CUSTOM" and frame.get("name") == "toolcrib.answer":
-            answer = frame["value"]
-        elif frame.get("type") == "RUN_ERROR":
-            error = str(frame.get("code", "error"))
-    return answer, error or ("no_answer" if answer is None else "")
-
-
-async def ask(client: httpx.AsyncClient, key: str, question: str, stream: bool, tally: Tally) -> None:
-    """One ``POST /v1/ask``, timed to the last byte, tallied."""
-    headers = {"Authorization": f"Bearer {key}"}
-    if stream:
-        headers["Accept"] = "text/event-stream"
-    started = time.perf_counter()
-    try:
-        response = await client.post("/v1/ask", json={"question": question}, headers=headers)
-    except httpx.HTTPError as exc:
-        tally.statuses[type(exc).__name__] += 1
-        return
-    elapsed = (time.perf_counter() - started) * 1000
-    if response.status_code != 200:
-        tally.statuses[str(response.status_code)] += 1
-        return
-    if stream:
-        answer, error = read_stream(response.text)
-        if error:
-            tally.statuses[f"stream_error:{error}"] += 1
-            return
-    else:
-        answer = response.json()
-    assert answer is not None
-    tally.statuses["200"] += 1
-    tally.latencies_ms["stream" if stream else "json"].append(elapsed)
-    tally.outcomes[str(answer.get("outcome", "?"))] += 1
-    tally.tool_calls += len(answer.get("executed", []))
-    if answer.get("run_id"):
-        tally.run_ids.append(str(answer["run_id"]))
-
-
-async def closed_loop(url: str, clients: int, seconds: float,
-                      one: Callable[[httpx.AsyncClient, int, int, Tally], Awaitable[None]]) -> Tally:
-    """``clients`` tasks, each sending its next request when the last one has ended, for ``seconds``. Each
-    task has its own client (one connection): one httpx pool shared by 50 tasks caps out near 200
-    requests/s on its own, which would measure the client instead of the server."""
-    tally = Tally()
-    started = time.perf_counter()
-    deadline = started + seconds
-
-    async def worker(i: int) -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=120) as client:
-            n = 0
-            while time.perf_counter() < deadline:
-                await one(client, i, n, tally)
-                n += 1
-
-    await asyncio.gather(*(worker(i) for i in range(clients)))
-    tally.elapsed_s = time.perf_counter() - started
-    return tally
-
-
-def summary(tally: Tally) -> dict[str, Any]:
-    every = tally.all_latencies()
-    return {"requests": tally.requests, "requests_per_s": tally.requests / tally.elapsed_s if tally.elapsed_s else 0.0,
-            "p50_ms": percentile(every, 0.5), "p95_ms": percentile(every, 0.95),
-            "errors": tally.errors, "non_200": {k: v for k, v in tally.statuses.items() if k != "200"}}
+    return _serving.toolcrib_serve(ws, DESK)
 
 
 # -- 1. load --------------------------------------------------------------------------------------------
@@ -451,14 +282,6 @@ def overhead_phase(toolcrib_url: str, bare_url: str, key: str, clients: int, sec
 # -- main -----------------------------------------------------------------------------------------------
 
 
-def rounded(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, 2)
-    if isinstance(value, dict):
-        return {k: rounded(v) for k, v in value.items()}
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=60, help="length of the load run")
@@ -473,7 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bare_port is not None:
         import uvicorn
 
-        uvicorn.run(bare_app(), host="127.0.0.1", port=args.bare_port, log_level="warning", access_log=False)
+        app = bare_app(lambda question: {"text": "", "outcome": "answered"})  # validates the body, nothing else
+        uvicorn.run(app, host="127.0.0.1", port=args.bare_port, log_level="warning", access_log=False)
         return 0
 
     figures: dict[str, Any] = {"load_average_start": list(os.getloadavg()), "cpus": os.cpu_count()}

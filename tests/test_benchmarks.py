@@ -19,6 +19,7 @@ SCRIPTS: dict[str, tuple[str | None, int]] = {
     "demo_retrieval": (None, 300),
     "beir": (None, 300),  # --quick is the scale run: synthetic chunks
     "serve_load": (None, 300),
+    "serve_peers": (None, 120),  # --quick: the AG-UI peer only where benchmarks/.peers-venv exists
     "api_fuzz": (None, 300),
     "chaos": (None, 300),  # --quick: every fault but one twin, a 5 s soak; needs initdb (skips itself without)
     "local_model": (None, 600),
