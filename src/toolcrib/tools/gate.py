@@ -61,6 +61,12 @@ def _other_like(value: Any, request: str) -> list[str]:
                               if t != value and any(c.isdigit() or c == "@" for c in t) and _shape(t) == shape))
 
 
+# Enum members the READ path asks for on every call, looked up once: on Python 3.11 reading a member off
+# its class goes through ``EnumType.__getattr__``'s slot (~0.1 us each)
+_READ = Effect.READ
+_EXECUTED = EventKind.CALL_EXECUTED
+
+
 if TYPE_CHECKING:
     from toolcrib.policy.approvals import ApprovalStore
     from toolcrib.policy.envelope import SafetyEnvelope
@@ -175,7 +181,7 @@ class Gate:
         decision = self.policy.authorize(principal, tool, values)
         if not decision.allowed:
             raise NotPermitted(decision.reason or f"{tool.name} is not permitted")
-        if tool.effect is not Effect.READ and self.envelope is not None and self.envelope.applies_to(tool.name):
+        if self.envelope is not None and tool.effect is not _READ and self.envelope.applies_to(tool.name):
             self.envelope.check(tool.name, values)  # code checks the set point before any person is asked
         return tool, values
 
@@ -199,7 +205,7 @@ class Gate:
         tool: Tool | None = None
         try:
             tool, values = self.admit(call, cctx)
-            if tool.effect is Effect.READ:
+            if tool.effect is _READ:
                 if tool.egress:
                     self._check_egress(tool, values, cctx)
                 outcome = await self._run_read(call, tool, values, cctx, start)
@@ -229,7 +235,7 @@ class Gate:
 
     def _is_read(self, call: ToolCall) -> bool:
         tool = self.registry.get(call.name)
-        return tool is not None and tool.effect is Effect.READ
+        return tool is not None and tool.effect is _READ
 
     # -- provenance -------------------------------------------------------------------------------
 
@@ -336,7 +342,7 @@ class Gate:
         result = self._prepare(tool, value)
         if key is not None:
             self.cache.put(key, result, tool.cache_ttl_s)
-        return self._ok(call, tool, result, cctx, start)
+        return self._ok(call, tool, result, cctx, start, shared=key is not None)
 
     async def _outcome_of_running(self, proposal_id: str, wait_s: float) -> tuple[str, dict[str, Any]] | None:
         """The outcome of a claimed call, once whoever claimed it records one (None after ``wait_s``)."""
@@ -443,7 +449,8 @@ class Gate:
             self._audit("failed", actor="system", decided_by="code", tool=tool.name, proposal_id=proposal_id,
                         cctx=cctx)
             raise
-        outcome = self._ok(call, tool, self._prepare(tool, value), cctx, start, proposal_id=proposal_id)
+        outcome = self._ok(call, tool, self._prepare(tool, value), cctx, start, proposal_id=proposal_id,
+                           shared=False)
         if edit:  # the model's next turn learns what ran instead of what it proposed, and who changed it
             outcome.payload["edited"] = {**edit, "note": (
                 f"{edit['by']} changed this call before approving it; it ran with the changed values")}
@@ -489,53 +496,51 @@ class Gate:
         return _Result(payload, data, [f"{f.kind}: {f.excerpt}" for f in found], text)
 
     def _ok(self, call: ToolCall, tool: Tool, result: _Result, cctx: CallContext, start: float, *,
-            cached: bool = False, proposal_id: str | None = None) -> CallOutcome:
-        payload, flags = dict(result.payload), list(result.flags)  # each outcome its own, a cached one too
+            cached: bool = False, proposal_id: str | None = None, shared: bool = True) -> CallOutcome:
+        """The outcome of a call that ran (or a cache hit): recorded, and its result's texts grounded.
+        ``shared``: ``result`` is kept elsewhere too (the READ cache), so the outcome gets its own copies."""
+        payload, flags = (dict(result.payload), list(result.flags)) if shared else (result.payload, result.flags)
         if flags:
             cctx.flags.extend(f"{tool.name}: {flag}" for flag in flags)
             cctx.tracer.record(EventKind.CONTENT_FLAGGED, f"Untrusted content flagged in {tool.name}",
                                tool=tool.name, call_id=call.id, detail=flags)
-        effect = tool.effect.value
-        arguments = self._redacted(tool, call.arguments)
+        effect = tool._effect
+        audit = self.audit if tool.effect is _READ else None
+        # the event's redaction copies the arguments: a copy of its own is needed only by the audit record
+        arguments = self._redacted(tool, call.arguments) if tool.redact or audit is not None else call.arguments
         if not cached:
-            cctx.tracer.record(EventKind.CALL_EXECUTED, f"Run tool: {tool.name}",
+            detail: dict[str, Any] = {"truncated": payload["truncated"]}
+            if tool.artifacts is not None and (files := tool.artifacts(result.data)):
+                detail["artifacts"] = files
+            cctx.tracer.record(_EXECUTED, f"Run tool: {tool.name}",
                                decided_by="human" if proposal_id else "code", tool=tool.name, call_id=call.id,
                                effect=effect, arguments=arguments, status="ok", proposal_id=proposal_id,
-                               ms=(time.perf_counter() - start) * 1000,
-                               detail=self._executed_detail(tool, result, payload))
-        if tool.effect is Effect.READ and self.audit is not None:
+                               ms=(time.perf_counter() - start) * 1000, detail=detail)
+        if audit is not None:
             # one record per READ call, a cache hit too (who read what): group-committed (acknowledged
             # once its batch commits, and before any later proposal, approval or execution record:
             # see policy/audit.py)
-            self.audit.append_deferred("executed", actor=cctx.principal.user_id,
-                                       decided_by="cache" if cached else "code", tool=tool.name,
-                                       trace_id=cctx.tracer.trace_id,
-                                       detail={"arguments": arguments, **({"cached": True} if cached else {})})
+            audit.append_deferred("executed", actor=cctx.principal.user_id, decided_by="cache" if cached else "code",
+                                  tool=tool.name, trace_id=cctx.tracer.trace_id,
+                                  detail={"arguments": arguments, **({"cached": True} if cached else {})})
         # only untrusted content needs vouching for, so whether the user asked for it is found out only
         # where there is some; a search over many documents is not the user pointing at one of them.
         # An undeclared tool's free text is content others wrote too; the user points at it by giving
-        # the call's arguments (a listing the request only names holds text from anyone)
-        declared = not tool.trusted or tool.trust_declared or bool(tool.untrusted_fields)
-        vouchable = tool.result_sources is None and (not tool.trusted or not declared)
+        # the call's arguments (a listing the request only names holds text from anyone): ``Tool._vouchable``
+        vouchable = tool._vouchable
         asked: bool | None = None
+        grounding = cctx.grounding
         # a flagged result is not trusted, whoever wrote it
         for source, text in tool.sources(result.data, encoded=result.text):
             if flags:
                 source = Source(source.kind, source.name, trusted=False)
             elif vouchable and not source.trusted:
                 if asked is None:
-                    asked = self._asked_by_user(call, tool, cctx, named=declared)
+                    asked = self._asked_by_user(call, tool, cctx, named=tool._named)
                 if asked:
                     source = Source(source.kind, source.name, trusted=False, endorsed=True)
-            cctx.grounding.add(text, source)
-        return CallOutcome(call, "ok", payload, effect=effect, cached=cached, flags=flags, proposal_id=proposal_id)
-
-    @staticmethod
-    def _executed_detail(tool: Tool, result: _Result, payload: Mapping[str, Any]) -> dict[str, Any]:
-        detail: dict[str, Any] = {"truncated": payload["truncated"]}
-        if tool.artifacts is not None and (files := tool.artifacts(result.data)):
-            detail["artifacts"] = files
-        return detail
+            grounding.add(text, source)
+        return CallOutcome(call, "ok", payload, effect, cached, 0.0, proposal_id, flags)
 
     @staticmethod
     def _asked_by_user(call: ToolCall, tool: Tool, cctx: CallContext, *, named: bool = True) -> bool:

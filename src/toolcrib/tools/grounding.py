@@ -111,21 +111,26 @@ class Grounding:
 
     def __init__(self, *texts: str) -> None:
         self._texts: list[tuple[Source, str, str]] = []  # source, text, normalized text
-        self._seen: set[tuple[Source, str]] = set()
-        self._added: set[tuple[Source, str]] = set()  # the texts as given: the same result again is one lookup
+        # per source: the texts as given (the same result again is one lookup) and as normalized; keyed by
+        # source first, so an add hashes its source once (a dataclass's hash is a Python call)
+        self._by_source: dict[Source, tuple[set[str], set[str]]] = {}
         self._blob = ""  # every normalized text: one fast substring test rules most values out
         self._found: set[str] = set()  # strings found whole: texts are only ever added, so they stay found
         for t in texts:
             self.add(t)
 
     def add(self, text: str, source: Source = USER_REQUEST) -> None:
-        if (source, text) in self._added:
+        known = self._by_source.get(source)
+        if known is None:
+            known = self._by_source[source] = (set(), set())
+        added, seen = known
+        if text in added:
             return
-        norm = _norm(text)
-        if (source, norm) in self._seen:  # the same text from the same source again tells nothing new
+        norm = " ".join(text.lower().split())  # _norm, inlined: every tool result is added
+        if norm in seen:  # the same text from the same source again tells nothing new
             return
-        self._added.add((source, text))
-        self._seen.add((source, norm))
+        added.add(text)
+        seen.add(norm)
         self._texts.append((source, text, norm))
         self._blob += "\n" + norm
 

@@ -102,22 +102,33 @@ def _is_prose(text: str) -> bool:
 
 
 def _holds_prose(value: Any) -> bool:
-    """Whether a string in ``value`` reads as prose (``_is_prose``, inlined in the loop)."""
-    if type(value) is str:
+    """Whether a string in ``value`` reads as prose (``_is_prose``, inlined in the loop). The exact
+    types a JSON result is made of are told apart first: an ``isinstance`` against ``Mapping`` goes
+    through the ABC machinery, which cost more than the rest of the test on a small result."""
+    kind = type(value)
+    if kind is str:
         return _is_prose(value)
-    if isinstance(value, Mapping):
+    if kind is dict:
         items: Any = value.values()
-    elif isinstance(value, (list, tuple)):
+    elif kind is list or kind is tuple or isinstance(value, (list, tuple)):
         items = value
+    elif isinstance(value, Mapping):
+        items = value.values()
     else:
         return False
     for item in items:
-        if type(item) is str:
+        kind = type(item)
+        if kind is str:
             if len(item.split(None, 3)) > 3:
                 return True
+        elif kind in _SCALAR_KINDS:
+            continue
         elif isinstance(item, (Mapping, list, tuple)) and _holds_prose(item):
             return True
     return False
+
+
+_SCALAR_KINDS = frozenset({int, float, bool, type(None)})
 
 
 def _split_prose(data: Any) -> tuple[list[str], list[str]]:
@@ -244,6 +255,10 @@ class Tool:
     _validated: dict[tuple[Any, ...], dict[str, Any]] | None = field(default=None, init=False, repr=False,
                                                                       compare=False)
     _source: Source = field(default=Source("tool"), init=False, repr=False, compare=False)  # of a whole result
+    # facts of the declaration the gate reads on every call, worked out once (see ``__post_init__``)
+    _effect: str = field(default="read", init=False, repr=False, compare=False)  # ``effect.value``
+    _named: bool = field(default=True, init=False, repr=False, compare=False)
+    _vouchable: bool = field(default=False, init=False, repr=False, compare=False)
 
     def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
@@ -314,6 +329,12 @@ class Tool:
             raise ConfigError(f"tool '{self.name}': inline is for a plain def tool; an async def tool already "
                               "runs on the event loop", key="tools")
         object.__setattr__(self, "_source", Source("tool", self.name, self.trusted))
+        object.__setattr__(self, "_effect", self.effect.value)
+        # whether what the tool returns is declared: only untrusted content needs vouching for, so the
+        # gate asks whether the user pointed at a result only where it holds some (``Gate._ok``)
+        named = not self.trusted or self.trust_declared or bool(self.untrusted_fields)
+        object.__setattr__(self, "_named", named)
+        object.__setattr__(self, "_vouchable", self.result_sources is None and (not self.trusted or not named))
         python_args = not isinstance(self.args_model, SchemaValidator) and _validates_as_python(self.parameters)
         object.__setattr__(self, "_python_args", python_args)
         if python_args and _pure(getattr(self.args_model, "__pydantic_core_schema__", None)):
