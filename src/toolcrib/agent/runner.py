@@ -11,7 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
@@ -79,6 +79,7 @@ class Runner:
         self.calls = Calls(gate, self.settings, model.hosted_tools, complete=self._complete)
         self.steps = Steps(steps, self.settings, aided=self.strategy.aided)
         self._example_id = _example_id(gate)
+        self._scope_checked: tuple[Model | None, bool] = (None, False)  # (model, whether it is ReaderScoped)
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -410,8 +411,10 @@ class Runner:
                   tool_choice: Literal["auto", "none", "required"] = "auto",
                   messages: list[Message] | None = None, max_tokens: int | None = None) -> Completion:
         model = self.model
-        if isinstance(model, ReaderScoped):  # a provider that reads documents reads only the principal's
-            model = model.for_reader(sorted(run.principal.groups))
+        if model is not self._scope_checked[0]:  # a Protocol isinstance walks the protocol: once per model
+            self._scope_checked = (model, isinstance(model, ReaderScoped))
+        if self._scope_checked[1]:  # a provider that reads documents reads only the principal's
+            model = cast(ReaderScoped, model).for_reader(sorted(run.principal.groups))
         reply = model.complete(run.messages if messages is None else messages, specs or None, tool_choice=tool_choice,
                                max_tokens=max_tokens or self.settings.max_tokens)
         run.tokens_in += reply.tokens_in
