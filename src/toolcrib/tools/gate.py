@@ -471,7 +471,15 @@ class Gate:
         kwargs = values if tool.context_param is None else tool.bind(values, cctx.tool_context())
         try:
             if tool.is_async:
-                return await _within(tool.fn(**kwargs), tool.timeout_s)
+                # ``await`` bounded by timeout_s, without arming a timer for a coroutine that returns before
+                # it first suspends (an in-memory lookup): see ``_rest_within``. Its first step, here
+                coro = tool.fn(**kwargs)
+                begun = time.perf_counter()
+                try:
+                    yielded = coro.send(None)
+                except StopIteration as done:
+                    return done.value
+                return await _rest_within(coro, yielded, tool.timeout_s - (time.perf_counter() - begun))
             if tool.inline:  # declared short and non-blocking: no thread hop, and nothing to interrupt
                 return tool.fn(**kwargs)
             async with asyncio.timeout(tool.timeout_s):
@@ -583,25 +591,21 @@ class Gate:
 _T = TypeVar("_T")
 
 
-async def _within(coro: Coroutine[Any, Any, _T], timeout_s: float) -> _T:
-    """``await coro`` bounded by ``timeout_s``, exactly as under ``asyncio.timeout``, without arming a
-    timer for a coroutine that returns before it first suspends (an in-memory lookup): a timeout can
-    only interrupt a coroutine where it suspends, so such a call could never have been interrupted.
-    The deadline is taken before the first step, so a first step that overran it is cancelled at its
+async def _rest_within(coro: Coroutine[Any, Any, _T], yielded: Any, remaining_s: float) -> _T:
+    """The rest of ``coro``, after a first step that yielded ``yielded``, bounded by what is left of its
+    timeout: ``await coro`` exactly as under ``asyncio.timeout``, with no timer armed for a coroutine
+    that returned before it first suspended (``Gate._invoke`` ran that step): a timeout can only
+    interrupt a coroutine where it suspends, so such a call could never have been interrupted. The
+    time the first step took counts, so a first step that overran the timeout is cancelled at its
     first suspension, as ``asyncio.timeout`` would."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    try:
-        yielded = coro.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    async with asyncio.timeout_at(deadline):
+    async with asyncio.timeout_at(asyncio.get_running_loop().time() + remaining_s):
         return await _resume(coro, yielded)
 
 
 @types.coroutine
 def _resume(coro: Coroutine[Any, Any, _T], yielded: Any) -> Generator[Any, Any, _T]:
     """The rest of ``coro``, after a first step that yielded ``yielded``: what ``await`` does (PEP 380),
-    picked up where ``_within`` left it, in the same task."""
+    picked up where ``Gate._invoke`` left it, in the same task."""
     while True:
         try:
             sent = yield yielded
