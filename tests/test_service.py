@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -131,6 +133,20 @@ def test_token_cli_prints_a_key_once_lists_without_it_and_revokes(tmp_path: Path
         assert client.get("/v1/me", headers={"Authorization": f"Bearer {key}"}).status_code == 401
     again = CliRunner().invoke(main, ["token", "revoke", info["id"], "--workspace", str(root)])
     assert again.exit_code == 2 and "no active key" in again.output
+
+
+def test_a_key_revoked_by_another_process_is_refused_on_the_very_next_request(svc: Service) -> None:
+    me = {"Authorization": f"Bearer {svc.keys['alice']}"}
+    for _ in range(3):  # checked once against the store, then remembered by the serving process
+        assert svc.client.get("/v1/me", headers=me).status_code == 200
+    [info] = service_store(svc.ws).keys("alice")
+    exe = Path(sys.executable).with_name("toolcrib")
+    done = subprocess.run([str(exe), "token", "revoke", info.id, "--workspace", str(svc.root)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert svc.client.get("/v1/me", headers=me).status_code == 401
+    assert svc.ask("alice", PRICE).status_code == 401
+    assert svc.client.get("/v1/me", headers=svc.as_("ada")).status_code == 200  # other keys stay valid
 
 
 def test_a_key_with_a_wrong_secret_is_refused(svc: Service) -> None:

@@ -95,10 +95,7 @@ class Authenticator:
         self.jwt = jwt
 
     def principal(self, authorization: str | None) -> Principal:
-        scheme, _, credential = (authorization or "").partition(" ")
-        credential = credential.strip()
-        if scheme.lower() != "bearer" or not credential:
-            raise Unauthenticated()
+        credential = _bearer(authorization)
         if credential.startswith(KEY_PREFIX):
             user = self.store.user_for(credential)
         elif self.jwt is not None and credential.count(".") == 2:
@@ -108,6 +105,27 @@ class Authenticator:
         if user is None or user not in self.ws.config.users:
             raise Unauthenticated()
         return self.ws.principal(user)
+
+    def remembered(self, authorization: str | None) -> Principal | None:
+        """The principal of an API key this process checked before, when the key store says nothing changed
+        since (``ServiceStore.remembered_user``: no database query, fit for the event loop); None when only
+        ``principal`` can say. Unauthenticated for a header with no bearer credential at all."""
+        credential = _bearer(authorization)
+        if not credential.startswith(KEY_PREFIX):
+            return None
+        user = self.store.remembered_user(credential)
+        if user is None or user not in self.ws.config.users:
+            return None
+        return self.ws.principal(user)
+
+
+def _bearer(authorization: str | None) -> str:
+    """The credential of an ``Authorization: Bearer ...`` header; Unauthenticated for anything else."""
+    scheme, _, credential = (authorization or "").partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential:
+        raise Unauthenticated()
+    return credential
 
 
 def service_store(ws: Workspace) -> ServiceStore:

@@ -5,6 +5,12 @@ compared with it in constant time. Keys and request windows live in a SQLite fil
 workspace's state folder, or in PostgreSQL when ``[policy] dsn`` is set, so every ``toolcrib serve``
 process (and host) sees the same keys and the same rate limits. Nothing here imports a web framework:
 ``toolcrib token`` uses it without the server extra.
+
+A key found active is remembered for as long as the database has not changed: on SQLite each check
+reads ``PRAGMA data_version`` on a connection of its own (a few microseconds, no transaction), which
+changes whenever any other connection, in this process or another, commits to the file; any change
+(a revocation, a new key, a rate-limit flush) forgets every remembered key, so a key revoked anywhere
+is refused on the very next request. On PostgreSQL every check asks the database.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ import hmac
 import os
 import re
 import secrets
+import sqlite3
+import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +64,11 @@ class ServiceStore:
         self._db = db
         self._clock = clock
         self._pg = isinstance(db, PostgresConnection)
+        self._known: dict[str, tuple[str, str]] = {}  # key id -> (user, digest) of keys found active
+        self._known_at: int | None = None  # the data_version they were found at
+        self._known_lock = threading.Lock()
+        self._watch: sqlite3.Connection | None = None  # reads data_version (never writes)
+        self._watch_pid = 0
         real = "DOUBLE PRECISION" if self._pg else "REAL"
         self._db.migrate([
             f"""CREATE TABLE IF NOT EXISTS toolcrib_api_keys (
@@ -74,8 +87,25 @@ class ServiceStore:
     def postgres(cls, dsn: str, *, schema: str | None = None) -> ServiceStore:
         return cls(PostgresConnection(dsn, schema, "service store"))
 
+    @property
+    def shared(self) -> bool:
+        """Whether counts written here are one exact count for every process and host (PostgreSQL)."""
+        return self._pg
+
     def _tx(self, write: bool = True) -> AbstractContextManager[Any]:
         return self._db.tx(write)
+
+    @contextmanager
+    def _count_tx(self) -> Iterator[Any]:
+        """A write transaction for counts, committed without waiting for an fsync: a crash of the database
+        (or the host) can lose its last counts, never a key."""
+        if isinstance(self._db, SQLiteConnection):
+            with self._db.tx(synced=False) as cur:
+                yield cur
+        else:
+            with self._db.tx() as cur:
+                cur.execute("SET LOCAL synchronous_commit = off")
+                yield cur
 
     def _sql(self, text: str) -> str:
         return text.replace("?", "%s") if self._pg else text
@@ -105,7 +135,9 @@ class ServiceStore:
         with self._tx() as cur:
             cur.execute(self._sql("UPDATE toolcrib_api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"),
                         (self._clock(), key_id))
-            return bool(cur.rowcount)
+            revoked = bool(cur.rowcount)
+        self._forget()
+        return revoked
 
     def user_for(self, key: str) -> str | None:
         """The user an active key belongs to, or None. The secret is compared in constant time."""
@@ -113,6 +145,7 @@ class ServiceStore:
         if match is None:
             return None
         key_id, secret = match.groups()
+        version = self._version()  # read before the key: a change after it makes the next check forget it
         with self._tx(write=False) as cur:
             cur.execute(self._sql("SELECT user_id, digest, revoked_at FROM toolcrib_api_keys WHERE id = ?"), (key_id,))
             row = cur.fetchone()
@@ -123,15 +156,56 @@ class ServiceStore:
         user, digest, revoked_at = row
         if not hmac.compare_digest(presented, digest) or revoked_at is not None:
             return None
+        if version is not None:
+            with self._known_lock:
+                if self._known_at is None:
+                    self._known_at = version
+                if version == self._known_at:
+                    self._known[key_id] = (str(user), str(digest))
         return str(user)
+
+    def remembered_user(self, key: str) -> str | None:
+        """The user of an active key this process found before, if nothing was committed to the database
+        since (SQLite; a few microseconds, no transaction: fit for the event loop); None when only
+        ``user_for`` can say (an unknown, wrong or revoked key, any change since, or PostgreSQL)."""
+        match = _KEY.match(key)
+        version = self._version()
+        if match is None or version is None:
+            return None
+        key_id, secret = match.groups()
+        with self._known_lock:
+            if version != self._known_at:
+                self._known.clear()
+                self._known_at = version
+                return None
+            known = self._known.get(key_id)
+        if known is None or not hmac.compare_digest(_digest(secret), known[1]):
+            return None
+        return known[0]
+
+    def _version(self) -> int | None:
+        """SQLite's ``PRAGMA data_version`` on this process's watching connection; None on PostgreSQL."""
+        if not isinstance(self._db, SQLiteConnection):
+            return None
+        with self._known_lock:
+            if self._watch is None or self._watch_pid != os.getpid():
+                self._watch = sqlite3.connect(self._db.path, isolation_level=None, check_same_thread=False)
+                self._watch_pid = os.getpid()
+            return int(self._watch.execute("PRAGMA data_version").fetchone()[0])
+
+    def _forget(self) -> None:
+        with self._known_lock:
+            self._known.clear()
+            self._known_at = None
 
     # -- rate limits --------------------------------------------------------------------------------
 
     def hit(self, user: str, window_s: int = 60) -> int:
-        """Count one request for ``user`` in the current window; returns the window's count so far."""
+        """Count one request for ``user`` in the current window; returns the window's count so far (one
+        exact count for every process on the database; committed without an fsync)."""
         now = self._clock()
         start = int(now // window_s) * window_s
-        with self._tx() as cur:
+        with self._count_tx() as cur:
             cur.execute(self._sql("INSERT INTO toolcrib_rate_windows (user_id, window_start, hits) VALUES (?, ?, 1)"
                                   " ON CONFLICT (user_id, window_start) DO UPDATE SET"
                                   " hits = toolcrib_rate_windows.hits + 1 RETURNING hits"), (user, start))
@@ -141,5 +215,23 @@ class ServiceStore:
                             (user, start))
         return hits
 
+    def add_hits(self, window_start: int, hits: Mapping[str, int]) -> dict[str, int]:
+        """Add ``hits`` (runs by user) to the window starting at ``window_start`` in one transaction without
+        an fsync, clear older windows, and return every user's count in the window (``RateWindows``)."""
+        with self._count_tx() as cur:
+            for user, count in hits.items():
+                cur.execute(self._sql("INSERT INTO toolcrib_rate_windows (user_id, window_start, hits) VALUES (?, ?, ?)"
+                                      " ON CONFLICT (user_id, window_start) DO UPDATE SET"
+                                      " hits = toolcrib_rate_windows.hits + EXCLUDED.hits"),
+                            (user, window_start, count))
+            cur.execute(self._sql("DELETE FROM toolcrib_rate_windows WHERE window_start < ?"), (window_start,))
+            cur.execute(self._sql("SELECT user_id, hits FROM toolcrib_rate_windows WHERE window_start = ?"),
+                        (window_start,))
+            return {str(user): int(count) for user, count in cur.fetchall()}
+
     def close(self) -> None:
+        with self._known_lock:
+            if self._watch is not None and self._watch_pid == os.getpid():
+                self._watch.close()
+            self._watch = None
         self._db.close()
