@@ -426,22 +426,26 @@ def _validates_as_python(parameters: Mapping[str, Any]) -> bool:
     return True
 
 
-_PLAIN = (str, int, bool, type(None))
-
-
 def _scalar_key(arguments: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """Each key, value and value type, when every key is a ``str`` and every value an exact ``str``,
-    ``int``, ``bool``, ``None`` or finite ``float`` (values a JSON encode and parse would give back
-    unchanged); else None. The types keep ``1``, ``1.0`` and ``True`` apart, which compare equal."""
+    """The arguments as a key, when every key is a ``str`` and every value an exact ``str``, ``int``,
+    ``bool``, ``None`` or finite ``float`` (values a JSON encode and parse would give back unchanged);
+    else None. Where a value is a number, the key holds the values' types too, which keep ``1``,
+    ``1.0`` and ``True`` apart (they compare equal); strings and None need none."""
     if type(arguments) is not dict:
         return None
-    key: list[Any] = []
-    for name, value in arguments.items():
+    items = tuple(arguments.items())
+    numbers = False
+    for name, value in items:
         kind = type(value)
-        if type(name) is not str or (kind not in _PLAIN and not (kind is float and math.isfinite(value))):
+        if type(name) is not str:
             return None
-        key += (name, kind, value)
-    return tuple(key)
+        if kind is str or value is None:
+            continue
+        if kind is int or kind is bool or (kind is float and math.isfinite(value)):
+            numbers = True
+        else:
+            return None
+    return (items, tuple(type(v) for _, v in items)) if numbers else items
 
 
 def _pure(schema: Any) -> bool:
