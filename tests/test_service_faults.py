@@ -8,10 +8,12 @@ own (``fakes/pg_cluster.py``), real tmpfs mounts; ``benchmarks/chaos.py`` measur
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +29,7 @@ pytest.importorskip("uvicorn")
 from fakes import pg_cluster  # noqa: E402
 from fakes.serving import create_keys, serving, serving_process, toolcrib_command  # noqa: E402
 from fakes.workspaces import demo_workspace  # noqa: E402
+from toolcrib.workspace import Workspace  # noqa: E402
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 
@@ -313,3 +316,52 @@ def test_a_full_disk_under_the_sqlite_stores_answers_503_and_normal_answers_once
             answered = _ask(url, keys["alice"], "What does part HLV-2205 cost?")
             assert answered.status_code == 200 and "$52.00" in answered.json()["text"], answered.text
         assert "audit chain OK" in _verify(ws)
+
+
+def test_a_server_killed_under_load_keeps_every_answered_run_its_record_trace_and_audit(tmp_path: Path) -> None:
+    """Run records, trace lines and READ audit records are written without an fsync (and the trace by the
+    run itself, the audit through its journal): each is with the operating system before the Answer goes
+    out, so kill -9 in the middle of concurrent asks loses nothing of a run a client was answered."""
+    ws = _workspace(tmp_path, None)
+    keys = create_keys(ws, ("alice", "hana"))
+    parts = ["HLV-2205", "HLV-2210", "F1", "F2", "PSU-4030", "FAN-8025", "RLY-1240", "ENC-2000"]
+    answered: list[dict[str, Any]] = []
+    stop = threading.Event()
+
+    def client(i: int, url: str) -> None:
+        with httpx.Client(base_url=url, timeout=30, headers=_headers(keys, ("alice", "hana")[i % 2])) as c:
+            n = 0
+            while not stop.is_set():
+                question = f"What does part {parts[(i + n) % len(parts)]} cost?"
+                try:
+                    response = c.post("/v1/ask", json={"question": question})
+                except httpx.HTTPError:  # the server is gone
+                    return
+                if response.status_code == 200:
+                    answered.append(response.json())
+                n += 1
+
+    with serving_process(ws, tmp_path / "serve.log") as (url, proc):
+        clients = [threading.Thread(target=client, args=(i, url)) for i in range(6)]
+        for thread in clients:
+            thread.start()
+        _eventually(lambda: len(answered) >= 60, "60 answers")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        stop.set()
+        for thread in clients:
+            thread.join()
+    workspace = Workspace.open(ws)
+    runs, audit = workspace.run_store, workspace.audit()
+    executed = {r.trace_id for r in audit.records() if r.event == "executed"}
+    audit.close()
+    for answer in answered:
+        record = runs.get(answer["run_id"])
+        assert record is not None and record.outcome == answer["outcome"] == "answered", answer
+        kinds = [e["kind"] for e in record.events]
+        assert kinds[-1] == "run_finished"
+        trace = workspace.traces_dir / f"{answer['trace_id']}.jsonl"
+        assert [json.loads(line)["kind"] for line in trace.read_text().splitlines()] == kinds
+        if "call_executed" in kinds:  # a READ the gate ran (not one served from its cache) is audited
+            assert answer["trace_id"] in executed
+    assert "audit chain OK" in _verify(ws)

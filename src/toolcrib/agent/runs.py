@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Message, ToolCall
 from toolcrib.tools.grounding import Source
@@ -155,7 +157,7 @@ class FileRunStore(RunStore):
         path = self._path(run_id)
         if path is None or not path.exists():
             return None
-        return RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        return RunRecord.from_dict(json.loads(path.read_bytes()))
 
     def for_user(self, user_id: str, *, limit: int = 50) -> list[RunRecord]:
         if not self.directory.exists():
@@ -187,9 +189,18 @@ class FileRunStore(RunStore):
         with self._locked():
             record = change(self.get(run_id))
             tmp = path.with_name(f".{run_id}.tmp")
-            tmp.write_text(json.dumps(record.to_dict(), ensure_ascii=False, default=str), encoding="utf-8")
-            os.replace(tmp, path)
+            tmp.write_bytes(_encoded(record))
+            os.replace(tmp, path)  # with the OS once replaced (a killed process loses nothing); not fsync'd
         return record
+
+
+def _encoded(record: RunRecord) -> bytes:
+    """The record as JSON: orjson (a run's events and Answer took json ~0.1 ms), json for what orjson refuses."""
+    data = record.to_dict()
+    try:
+        return orjson.dumps(data, default=str, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits
+        return json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
 
 
 _POSTGRES_SCHEMA = [
@@ -231,7 +242,7 @@ class PostgresRunStore(RunStore):
             cur.execute("INSERT INTO toolcrib_runs (id, user_id, tenant, updated_at, body) VALUES (%s, %s, %s, %s, %s)"
                         " ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, body = EXCLUDED.body",
                         (run_id, record.user_id, record.tenant, record.updated_at,
-                         json.dumps(record.to_dict(), ensure_ascii=False, default=str)))
+                         _encoded(record).decode("utf-8")))
         return record
 
     def close(self) -> None:

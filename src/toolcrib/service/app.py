@@ -215,11 +215,21 @@ class Service:
 
         async def frames() -> AsyncIterator[bytes]:
             finish: Event | None = None
-            while (event := await queue.get()) is not None:
-                if event.kind is EventKind.RUN_FINISHED:
-                    finish = event  # sent after the Answer
-                    continue
-                yield b"".join(sse(frame) for frame in event_frames(event))
+            ended = False
+            while not ended:
+                batch = [await queue.get()]
+                while not queue.empty():  # what has arrived goes in one chunk
+                    batch.append(queue.get_nowait())
+                chunk: list[bytes] = []
+                for event in batch:
+                    if event is None:
+                        ended = True
+                    elif event.kind is EventKind.RUN_FINISHED:
+                        finish = event  # sent after the Answer
+                    else:
+                        chunk.extend(sse(frame) for frame in event_frames(event))
+                if chunk:
+                    yield b"".join(chunk)
             try:
                 answer = future.result()
             except Exception as exc:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from toolcrib.trace.agui import to_agui
 from toolcrib.trace.events import Event
@@ -22,19 +25,37 @@ if TYPE_CHECKING:
 
 
 class EventQueue(TraceExporter):
-    """Hands each event, as it is recorded on the run's thread, to the request's event loop."""
+    """Hands the events recorded on the run's thread to the request's event loop, in order: the first of
+    several recorded before the loop takes them wakes the loop, the rest go with it (each wake-up of the
+    loop from another thread is a system call and a GIL handoff)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Event | None]) -> None:
         self.loop = loop
         self.queue = queue
+        self._pending: list[Event] = []
+        self._lock = threading.Lock()
 
     def export(self, event: Event) -> None:
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+        with self._lock:
+            self._pending.append(event)
+            first = len(self._pending) == 1
+        if first:
+            self.loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        with self._lock:
+            events, self._pending = self._pending, []
+        for event in events:
+            self.queue.put_nowait(event)
 
 
 def sse(data: dict[str, Any]) -> bytes:
     """One SSE message carrying one AG-UI event."""
-    return f"data: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode()
+    try:
+        encoded = orjson.dumps(data, default=str, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits
+        encoded = json.dumps(data, ensure_ascii=False, default=str).encode()
+    return b"data: " + encoded + b"\n\n"
 
 
 def event_frames(event: Event) -> list[dict[str, Any]]:
