@@ -116,6 +116,9 @@ class Grounding:
         self._by_source: dict[Source, tuple[set[str], set[str]]] = {}
         self._blob = ""  # every normalized text: one fast substring test rules most values out
         self._found: set[str] = set()  # strings found whole: texts are only ever added, so they stay found
+        # per identifier shape asked about (None: any), how many texts were scanned without finding one, or
+        # -1 once one was found: each offer of a run asks again, and only texts added since need a look
+        self._scanned: dict[str | None, int] = {}
         for t in texts:
             self.add(t)
 
@@ -185,14 +188,27 @@ class Grounding:
     def names_identifier(self, shape: str | None = None) -> bool:
         """Whether these sources hold a token that could be an identifier: one matching ``shape`` (a
         regular expression for the whole token) when given, else anything identifier-like."""
-        if shape is not None:
-            return any(identifiers(text, shape) for _, text, _ in self._texts)
-        for _, text, _ in self._texts:
-            for m in _TOKEN.finditer(text):
-                token = m.group(0)
-                if (token.isupper() or any(c.isdigit() for c in token)) and not _is_word(token, text, m.start()):
-                    return True
+        scanned = self._scanned.get(shape, 0)
+        if scanned < 0:
+            return True
+        texts = self._texts
+        for _, text, _ in texts[scanned:]:
+            if _names_identifier(text, shape):
+                self._scanned[shape] = -1
+                return True
+        self._scanned[shape] = len(texts)
         return False
+
+
+def _names_identifier(text: str, shape: str | None) -> bool:
+    """Whether ``text`` holds a token that could be an identifier (see ``Grounding.names_identifier``)."""
+    if shape is not None:
+        return bool(identifiers(text, shape))
+    for m in _TOKEN.finditer(text):
+        token = m.group(0)
+        if (token.isupper() or any(c.isdigit() for c in token)) and not _is_word(token, text, m.start()):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=256)

@@ -259,6 +259,8 @@ class Tool:
     _effect: str = field(default="read", init=False, repr=False, compare=False)  # ``effect.value``
     _named: bool = field(default=True, init=False, repr=False, compare=False)
     _vouchable: bool = field(default=False, init=False, repr=False, compare=False)
+    # the shape of each required identifier (None: the tool gave none), for ``reachable``
+    _required_shapes: tuple[str | None, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
@@ -335,6 +337,9 @@ class Tool:
         named = not self.trusted or self.trust_declared or bool(self.untrusted_fields)
         object.__setattr__(self, "_named", named)
         object.__setattr__(self, "_vouchable", self.result_sources is None and (not self.trusted or not named))
+        required, shapes = set(self.parameters.get("required", ())), dict(self.identifier_shapes)
+        object.__setattr__(self, "_required_shapes",
+                           tuple(shapes.get(name) for name in self.identifiers if name in required))
         python_args = not isinstance(self.args_model, SchemaValidator) and _validates_as_python(self.parameters)
         object.__setattr__(self, "_python_args", python_args)
         if python_args and _pure(getattr(self.args_model, "__pydantic_core_schema__", None)):
@@ -376,9 +381,7 @@ class Tool:
     def reachable(self, grounding: Grounding) -> bool:
         """Whether a call could ground every required identifier in ``grounding``; if not, the only
         calls the model could make would carry invented identifiers."""
-        required = set(self.parameters.get("required", ()))
-        shapes = dict(self.identifier_shapes)
-        return all(grounding.names_identifier(shapes.get(name)) for name in self.identifiers if name in required)
+        return all(grounding.names_identifier(shape) for shape in self._required_shapes)
 
     def lookup_key(self) -> tuple[str, str] | None:
         """``(parameter, shape)`` when this is a lookup by one identifier: a READ tool whose only required
