@@ -1,6 +1,6 @@
 """The service's cost per request next to a peer's agent server and a bare endpoint, in one run.
 
-    python benchmarks/serve_peers.py [--seconds 5] [--clients 50] [--no-install] [--quick]
+    python benchmarks/serve_peers.py [--seconds 5] [--clients 50] [--no-install] [--baseline-src DIR] [--quick]
 
 Three servers answer the same question ("What does part HLV-2205 cost?") with the same fake model and the
 same one tool (``lookup_part`` over an in-memory dict, ``benchmarks/_lookup.py``): the model calls the
@@ -18,6 +18,8 @@ tool once, then answers with the price it was shown. Each server is its own uvic
 At concurrency 1 and ``--clients`` (closed loop, one connection per client), each for ``--seconds``: p50
 and p95 latency to the last byte, requests/s, and the ratios toolcrib/bare and toolcrib/AG-UI (p50).
 Every answer is checked (a price in it; toolcrib's also ``answered`` with one executed call). ``--quick``
+``--baseline-src DIR`` (a ``src`` folder of another toolcrib, e.g. ``git archive <commit> src | tar -x``)
+adds that version's server as ``base_json`` and ``base_sse``, for a before/after in the same run. ``--quick``
 uses the peers' venv only if it exists (the AG-UI figures are null with the reason otherwise). Ends with
 one JSON line of all figures.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -255,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured run")
     parser.add_argument("--clients", type=int, default=50, help="the higher concurrency (the lower is 1)")
     parser.add_argument("--no-install", action="store_true", help="use the peers' venv as it is")
+    parser.add_argument("--baseline-src", type=Path, help="another toolcrib's src folder, measured beside this one")
     parser.add_argument("--serve", choices=("agui", "bare"), help=argparse.SUPPRESS)  # a server's own process
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = _quick.parse(parser, argv, seconds=0.5, clients=4, no_install=True)
@@ -276,18 +280,26 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         ws = make_workspace(tmp / "ws", args.clients)
         key = make_keys(ws, [USER], "serve_peers")[USER]
-        with (server(toolcrib_serve(ws, MODEL), tmp / "toolcrib.log", env=env) as toolcrib,
-              server([sys.executable, me, "--serve", "bare", "--port", "{port}"], tmp / "bare.log", env=env) as bare):
+        with contextlib.ExitStack() as stack:
+            toolcrib = stack.enter_context(server(toolcrib_serve(ws, MODEL), tmp / "toolcrib.log", env=env))
+            bare = stack.enter_context(server([sys.executable, me, "--serve", "bare", "--port", "{port}"],
+                                              tmp / "bare.log", env=env))
             urls: dict[str, str | None] = {"toolcrib_json": toolcrib, "toolcrib_sse": toolcrib, "bare": bare}
             clients: dict[str, One] = {"toolcrib_json": toolcrib_client(key, False),
                                        "toolcrib_sse": toolcrib_client(key, True), "agui": agui_client(),
                                        "bare": bare_client()}
-            if python is None:
-                figures["levels"] = run_levels(urls, clients, args)
-            else:
-                with server([str(python), me, "--serve", "agui", "--port", "{port}"], tmp / "agui.log",
-                            env=env) as agui:
-                    figures["levels"] = run_levels({**urls, "agui": agui}, clients, args)
+            if python is not None:
+                urls["agui"] = stack.enter_context(server([str(python), me, "--serve", "agui", "--port", "{port}"],
+                                                          tmp / "agui.log", env=env))
+            if args.baseline_src is not None:
+                base_ws = make_workspace(tmp / "base", args.clients)
+                base_key = make_keys(base_ws, [USER], "serve_peers")[USER]
+                base_env = {**env, "PYTHONPATH": os.pathsep.join([str(args.baseline_src.resolve()), env["PYTHONPATH"]])}
+                urls["base_json"] = urls["base_sse"] = stack.enter_context(
+                    server(toolcrib_serve(base_ws, MODEL), tmp / "base.log", env=base_env))
+                clients["base_json"] = toolcrib_client(base_key, False)
+                clients["base_sse"] = toolcrib_client(base_key, True)
+            figures["levels"] = run_levels(urls, clients, args)
     figures["total_s"] = time.perf_counter() - started
     figures["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; total {figures['total_s']:.0f}s")
@@ -301,7 +313,7 @@ def run_levels(urls: dict[str, str | None], clients: dict[str, One], args: argpa
     for concurrency in (1, args.clients):
         print(f"concurrency {concurrency}, {args.seconds:g}s each:", flush=True)
         servers: dict[str, dict[str, Any] | None] = {}
-        for form in FORMS:
+        for form in FORMS + (("base_json", "base_sse") if "base_json" in urls else ()):
             url = urls.get(form)
             servers[form] = None if url is None else measure(url, clients[form], concurrency, args.seconds)
             if (f := servers[form]) is not None:
@@ -313,6 +325,11 @@ def run_levels(urls: dict[str, str | None], clients: dict[str, One], args: argpa
                   "toolcrib_sse_over_bare": ratio(servers["toolcrib_sse"], servers["bare"]),
                   "toolcrib_sse_over_agui": ratio(servers["toolcrib_sse"], servers["agui"]),
                   "toolcrib_json_over_agui": ratio(servers["toolcrib_json"], servers["agui"])}
+        if "base_json" in servers:
+            ratios["toolcrib_json_over_base_json"] = ratio(servers["toolcrib_json"], servers["base_json"])
+            ratios["toolcrib_sse_over_base_sse"] = ratio(servers["toolcrib_sse"], servers["base_sse"])
+            ratios["base_json_over_bare"] = ratio(servers["base_json"], servers["bare"])
+            ratios["base_sse_over_agui"] = ratio(servers["base_sse"], servers["agui"])
         print("  ratios (p50): " + ", ".join(f"{k} {'n/a' if v is None else f'{v:.2f}'}" for k, v in ratios.items()))
         levels[f"c{concurrency}"] = {"servers": servers, "ratios": ratios}
     return levels
