@@ -10,10 +10,13 @@ from typing import Any
 
 from toolcrib.policy.principal import Principal
 
+# built once: json.dumps with options builds an encoder on every call (a READ call's key is made every call)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
 
 def cache_key(tool: str, principal: Principal, arguments: dict[str, Any]) -> str:
     # the principal is part of the key: two users may be allowed to see different rows
-    args = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    args = _CANONICAL.encode(arguments)
     return f"{tool}\x1f{principal.tenant}\x1f{principal.user_id}\x1f{args}"
 
 

@@ -65,6 +65,7 @@ def _other_like(value: Any, request: str) -> list[str]:
 # its class goes through ``EnumType.__getattr__``'s slot (~0.1 us each)
 _READ = Effect.READ
 _EXECUTED = EventKind.CALL_EXECUTED
+_CACHE_HIT = EventKind.CACHE_HIT
 
 
 if TYPE_CHECKING:
@@ -323,8 +324,8 @@ class Gate:
         if key is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                cctx.tracer.record(EventKind.CACHE_HIT, f"Cache hit: {tool.name}", decided_by="cache",
-                                   tool=tool.name, call_id=call.id, effect=tool.effect.value,
+                cctx.tracer.record(_CACHE_HIT, f"Cache hit: {tool.name}", decided_by="cache",
+                                   tool=tool.name, call_id=call.id, effect=tool._effect,
                                    arguments=self._redacted(tool, call.arguments))
                 return self._ok(call, tool, hit, cctx, start, cached=True)  # made ready when it was cached
         attempts = 1 + (self.settings.read_retries if tool.idempotent else 0)
