@@ -111,9 +111,10 @@ class Grounding:
 
     def __init__(self, *texts: str) -> None:
         self._texts: list[tuple[Source, str, str]] = []  # source, text, normalized text
-        # per source: the texts as given (the same result again is one lookup) and as normalized; keyed by
-        # source first, so an add hashes its source once (a dataclass's hash is a Python call)
-        self._by_source: dict[Source, tuple[set[str], set[str]]] = {}
+        # per source, its texts as given and as normalized, in one set (a text equal to one of them is the same
+        # text again, as normalizing twice changes nothing); keyed by source first, so an add hashes its source
+        # once (a dataclass's hash is a Python call)
+        self._by_source: dict[Source, set[str]] = {}
         self._blob = ""  # every normalized text: one fast substring test rules most values out
         self._found: set[str] = set()  # strings found whole: texts are only ever added, so they stay found
         # per identifier shape asked about (None: any), how many texts were scanned without finding one, or
@@ -125,15 +126,14 @@ class Grounding:
     def add(self, text: str, source: Source = USER_REQUEST) -> None:
         known = self._by_source.get(source)
         if known is None:
-            known = self._by_source[source] = (set(), set())
-        added, seen = known
-        if text in added:
+            known = self._by_source[source] = set()
+        elif text in known:  # the same result again is one lookup
             return
         norm = " ".join(text.lower().split())  # _norm, inlined: every tool result is added
-        if norm in seen:  # the same text from the same source again tells nothing new
+        if norm in known:  # the same text from the same source again tells nothing new
             return
-        added.add(text)
-        seen.add(norm)
+        known.add(text)
+        known.add(norm)
         self._texts.append((source, text, norm))
         self._blob += "\n" + norm
 
