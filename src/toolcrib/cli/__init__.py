@@ -23,6 +23,7 @@ from toolcrib.cli.stats import stats_cmd
 from toolcrib.cli.token import token_group
 from toolcrib.cli.tools import tools_cmd
 from toolcrib.cli.trace import trace_cmd
+from toolcrib.cli.warm import warm_cmd
 from toolcrib.cli.webhooks import webhooks_group
 
 __all__ = ["main"]
@@ -35,5 +36,6 @@ def main() -> None:
 
 
 for _command in (ask_cmd, ingest_cmd, trace_cmd, tools_cmd, init_cmd, approve_cmd, audit_group, sql_cmd, eval_group,
-                 stats_cmd, serve_cmd, cluster_group, token_group, mcp_group, webhooks_group, docs_cmd):
+                 stats_cmd, serve_cmd, cluster_group, token_group, mcp_group, webhooks_group, docs_cmd,
+                 warm_cmd):
     main.add_command(_command)

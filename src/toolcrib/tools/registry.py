@@ -57,6 +57,17 @@ class Registry:
                     for t in tools if not t.reachable(grounding)}
         return Offer(tuple(t for t in tools if t.name not in withheld), withheld)
 
+    def usual_offers(self, principal: Principal, policy: Policy) -> list[tuple[Tool, ...]]:
+        """The offers ``principal`` usually gets, to prepare a model's prompt cache with before any question:
+        the offer for a request naming no identifier, then, for each identifier the offered tools require,
+        the offer for a request naming just that one. Other offers share their longest start with these."""
+        tools = self.offer(principal, policy).tools
+        required = {t.name: {n for n in t.identifiers if n in t.parameters.get("required", ())} for t in tools}
+        named: list[set[str]] = [set(), *({n} for n in dict.fromkeys(n for t in tools for n in required[t.name]))]
+        offers = {tuple(t.name for t in o): o for o in (tuple(t for t in tools if required[t.name] <= names)
+                                                       for names in named)}
+        return list(offers.values())  # distinct, in order
+
 
 @dataclass(frozen=True)
 class Offer:
