@@ -423,3 +423,21 @@ def test_every_refusal_is_in_the_error_shape_and_declared_in_the_openapi_documen
             declared = set(operation["responses"])
             assert {"400", "401", "403", "404", "409", "413", "422", "429", "503"} <= declared, (method, path)
     assert "ErrorBody" in document["components"]["schemas"]
+
+
+def test_processes_on_one_sqlite_file_share_the_rate_count_once_flushed(tmp_path: Path) -> None:
+    from toolcrib.service.keys import ServiceStore
+    from toolcrib.service.rates import RateWindows
+
+    path = tmp_path / "service.sqlite"
+    one, two = RateWindows(ServiceStore.sqlite(path)), RateWindows(ServiceStore.sqlite(path))
+    assert [one.hit("alice") for _ in range(3)] == [1, 2, 3]  # one process counts its own runs exactly
+    assert two.hit("alice") == 1  # the other has not heard of them yet
+    one.flush()
+    two.flush()
+    assert two.hit("alice") == 5 and two.hit("ada") == 1
+    two.flush()
+    one.flush()
+    assert one.hit("alice") == 6  # each process's own runs count once, wherever they were flushed from
+    one.store.close()
+    two.store.close()

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Message, ToolCall
 from toolcrib.tools.grounding import Source
+from toolcrib.trace.tracer import json_bytes
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -189,18 +188,10 @@ class FileRunStore(RunStore):
         with self._locked():
             record = change(self.get(run_id))
             tmp = path.with_name(f".{run_id}.tmp")
-            tmp.write_bytes(_encoded(record))
+            tmp.write_bytes(json_bytes(record.to_dict()))
             os.replace(tmp, path)  # with the OS once replaced (a killed process loses nothing); not fsync'd
         return record
 
-
-def _encoded(record: RunRecord) -> bytes:
-    """The record as JSON: orjson (a run's events and Answer took json ~0.1 ms), json for what orjson refuses."""
-    data = record.to_dict()
-    try:
-        return orjson.dumps(data, default=str, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits
-        return json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
 
 
 _POSTGRES_SCHEMA = [
@@ -242,7 +233,7 @@ class PostgresRunStore(RunStore):
             cur.execute("INSERT INTO toolcrib_runs (id, user_id, tenant, updated_at, body) VALUES (%s, %s, %s, %s, %s)"
                         " ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, body = EXCLUDED.body",
                         (run_id, record.user_id, record.tenant, record.updated_at,
-                         _encoded(record).decode("utf-8")))
+                         json_bytes(record.to_dict()).decode("utf-8")))
         return record
 
     def close(self) -> None:

@@ -44,7 +44,7 @@ from toolcrib.service.rates import RateWindows
 from toolcrib.service.slots import Busy, RunSlots
 from toolcrib.service.stream import EventQueue, answer_frames, error_frame, event_frames, sse
 from toolcrib.trace.events import Event, EventKind
-from toolcrib.trace.tracer import TraceExporter
+from toolcrib.trace.tracer import TraceExporter, json_bytes
 from toolcrib.workspace import Workspace
 
 log = logging.getLogger("toolcrib.service")
@@ -253,7 +253,8 @@ class Service:
                       mode: Literal["single", "loop"] | None = None) -> Response:
         if "text/event-stream" in request.headers.get("accept", ""):
             return await self.stream(principal, job, mode)
-        return JSONResponse((await self.answer(principal, job, mode)).to_dict())
+        answer = (await self.answer(principal, job, mode)).to_dict()
+        return Response(json_bytes(answer), media_type="application/json")
 
     # -- reads ----------------------------------------------------------------------------------------
 

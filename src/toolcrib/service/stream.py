@@ -10,15 +10,12 @@ can show every step. The Answer is sent before ``RUN_FINISHED``: as a text messa
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from toolcrib.trace.agui import to_agui
 from toolcrib.trace.events import Event
-from toolcrib.trace.tracer import TraceExporter
+from toolcrib.trace.tracer import TraceExporter, json_bytes
 
 if TYPE_CHECKING:
     from toolcrib.agent.answer import Answer
@@ -51,11 +48,7 @@ class EventQueue(TraceExporter):
 
 def sse(data: dict[str, Any]) -> bytes:
     """One SSE message carrying one AG-UI event."""
-    try:
-        encoded = orjson.dumps(data, default=str, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits
-        encoded = json.dumps(data, ensure_ascii=False, default=str).encode()
-    return b"data: " + encoded + b"\n\n"
+    return b"data: " + json_bytes(data) + b"\n\n"
 
 
 def event_frames(event: Event) -> list[dict[str, Any]]:
