@@ -4,6 +4,7 @@ the user may not use is told so; a figure about a name no evidence mentions does
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from toolcrib import (
@@ -22,7 +23,7 @@ from toolcrib import (
 )
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.steps import StepId
-from toolcrib.models.base import ToolCall
+from toolcrib.models.base import Completion, Message, ToolCall, ToolSpec
 from toolcrib.policy.scanner import PatternScanner
 from toolcrib.tools.result import CallOutcome
 
@@ -214,3 +215,29 @@ def test_a_change_the_gate_refuses_is_reported_by_code_with_the_exact_call_and_n
                                   'do this as asked: ')
     assert "(ungrounded_argument)" in answer.text and answer.text.endswith("Nothing was changed.")
     assert any(e.rule == StepId.REFUSED_CHANGE for e in tracer.events)
+
+
+class Deciding(ScriptedModel):
+    """A scripted model with the ``Decides`` capability: a decision's answer comes back with no text."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        super().__init__(replies, small_model=True)
+        self.decisions = 0
+
+    def decide(self, messages: list[Message], tools: list[ToolSpec]) -> Completion:
+        self.decisions += 1
+        reply = self.complete(messages, tools)
+        return reply if reply.tool_calls else replace(reply, text="")
+
+
+def test_in_loop_mode_a_grounded_small_model_only_decides_and_the_answer_is_written_from_the_evidence() -> None:
+    lookup = {"tool_calls": [{"name": "lookup_stock", "arguments": {"part_number": "F2"}}]}
+    model = Deciding([lookup, "Not read: code writes the answer.", "F2 has 5 units available [lookup_stock#1]."])
+    gate = Gate(Registry([lookup_stock]), POLICY)
+    tracer = Tracer()
+    runner = Runner(model, gate, RunnerSettings(mode="loop"), tracer_factory=lambda: tracer)
+    answer = runner.ask("How many units of F2 can I get, and is that enough for a batch of four?", ALICE)
+    assert model.decisions == 1  # round 1 had no evidence: the model could have answered, so it was asked to write
+    decisions = [e.title for e in tracer.events if e.kind == EventKind.MODEL_DECISION]
+    assert decisions[:2] == ["Model decides (round 1): lookup_stock", "Model decides (round 2): calls nothing more"]
+    assert "5" in answer.text and "Not read" not in answer.text and answer.outcome == "answered"

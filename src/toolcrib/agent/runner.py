@@ -26,7 +26,17 @@ from toolcrib.agent.steps import Finish, Stage, Step, StepId, Steps
 from toolcrib.agent.strategy import strategy_for
 from toolcrib.agent.sync import run_sync
 from toolcrib.errors import ConfigError, LimitExceeded, NotPermitted
-from toolcrib.models.base import Completion, HostedCall, Message, Model, Prefillable, ReaderScoped, ToolCall, ToolSpec
+from toolcrib.models.base import (
+    Completion,
+    Decides,
+    HostedCall,
+    Message,
+    Model,
+    Prefillable,
+    ReaderScoped,
+    ToolCall,
+    ToolSpec,
+)
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding
@@ -279,7 +289,9 @@ class Runner:
             if run.rounds == 0 and (done := await self.steps.run(Stage.REQUEST, run, self.calls)) is not None:
                 return await self._end(run, done)
             run.rounds += 1
-            reply = self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})")
+            # grounded, a small model's answer is written later from the evidence brief: here it only decides
+            reply = self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})",
+                                   decision_only=run.grounded and self.strategy.aided)
             if not reply.tool_calls:
                 if run.grounded or not self.settings.require_evidence:
                     if not run.completed and await self._complete_evidence(run):
@@ -424,19 +436,26 @@ class Runner:
 
     def _complete(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
                   tool_choice: Literal["auto", "none", "required"] = "auto",
-                  messages: list[Message] | None = None, max_tokens: int | None = None) -> Completion:
+                  messages: list[Message] | None = None, max_tokens: int | None = None,
+                  decision_only: bool = False) -> Completion:
+        """Ask the model (``decision_only``: for calls, or for nothing more and no text, where it ``Decides``)."""
         model = self.model
         if model is not self._scope_checked[0]:  # a Protocol isinstance walks the protocol: once per model
             self._scope_checked = (model, isinstance(model, ReaderScoped))
         if self._scope_checked[1]:  # a provider that reads documents reads only the principal's
             model = cast(ReaderScoped, model).for_reader(sorted(run.principal.groups))
-        reply = model.complete(run.messages if messages is None else messages, specs or None, tool_choice=tool_choice,
-                               max_tokens=max_tokens or self.settings.max_tokens)
+        messages = run.messages if messages is None else messages
+        if decision_only and specs and isinstance(model, Decides):
+            reply = model.decide(messages, specs)
+        else:
+            reply = model.complete(messages, specs or None, tool_choice=tool_choice,
+                                   max_tokens=max_tokens or self.settings.max_tokens)
         run.tokens_in += reply.tokens_in
         run.tokens_out += reply.tokens_out
         if decided_by == "model":
             run.model_decisions += 1
-        what = ", ".join(c.name for c in reply.tool_calls) if reply.tool_calls else "answers directly"
+        what = (", ".join(c.name for c in reply.tool_calls) if reply.tool_calls
+                else "answers directly" if reply.text or not decision_only else "calls nothing more")
         detail = {"tool_calls": [c.to_dict() for c in reply.tool_calls]} if reply.tool_calls else {
             "text": reply.text[:300]}
         run.tracer.record(EventKind.MODEL_DECISION, f"{title}: {what}", decided_by=decided_by,

@@ -175,6 +175,18 @@ class Prefillable(Protocol):
 
 
 @runtime_checkable
+class Decides(Protocol):
+    """The capability of a backend that can be asked for a decision alone: calls, or a reply with no text
+    that calls nothing more. The runner asks so where code writes the answer from the evidence anyway (the
+    aided strategy in loop mode): a small model on a CPU writes ~15 tokens a second, so an answer nobody
+    reads costs seconds. Checked with ``isinstance``."""
+
+    def decide(self, messages: list[Message], tools: list[ToolSpec]) -> Completion:
+        """Calls to make, or a ``Completion`` with no calls and no text; ``complete`` with ``tools`` otherwise."""
+        ...
+
+
+@runtime_checkable
 class ReaderScoped(Protocol):
     """The capability of a backend whose provider reads documents itself (the Responses API's hosted
     ``file_search``): it must read only what the principal a reply is for may read. The runner asks

@@ -185,6 +185,15 @@ class LocalModel(Model):
         max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> Completion:
+        return self._reply(messages, tools, tool_choice, max_tokens, temperature)
+
+    def decide(self, messages: list[Message], tools: list[ToolSpec]) -> Completion:
+        """``Decides``: calls, or an empty answer, written under a grammar whose answer branch holds no text.
+        The choice between them is made at the same token as in ``complete``; only the writing is saved."""
+        return self._reply(messages, tools, "auto", None, None, answer=False)
+
+    def _reply(self, messages: list[Message], tools: list[ToolSpec] | None, tool_choice: ToolChoice,
+               max_tokens: int | None, temperature: float | None, *, answer: bool = True) -> Completion:
         engine, _ = self._load()
         offered = list(tools or []) if tool_choice != "none" else []
         chat = _render_messages(messages, offered, required=tool_choice == "required")
@@ -195,7 +204,7 @@ class LocalModel(Model):
             "seed": self.seed,
         }
         if offered:
-            kwargs["grammar"] = _grammar(_decision_schema_text(offered, tool_choice == "required"))
+            kwargs["grammar"] = _grammar(_decision_schema_text(offered, tool_choice == "required", answer))
         started = time.perf_counter()
         try:
             with engine.lock:
@@ -472,9 +481,10 @@ def _type_label(schema: Mapping[str, Any]) -> str:
 # --- grammar --------------------------------------------------------------------------------------
 
 
-def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
+def _decision_schema(tools: list[ToolSpec], required: bool, answer_text: bool = True) -> dict[str, Any]:
     """A call (``oneOf`` one branch per tool: its name as a const, its grammar arguments) or an answer,
-    each a named definition (``call``, ``answer``) so that ``_grammar`` can repeat calls."""
+    each a named definition (``call``, ``answer``) so that ``_grammar`` can repeat calls. Without
+    ``answer_text`` the answer is the empty string: the model only says it calls nothing more."""
     calls: list[dict[str, Any]] = [
         {
             "type": "object",
@@ -484,14 +494,15 @@ def _decision_schema(tools: list[ToolSpec], required: bool) -> dict[str, Any]:
         }
         for tool in tools
     ]
-    answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+    text = {"type": "string"} if answer_text else {"const": ""}
+    answer = {"type": "object", "properties": {"answer": text}, "required": ["answer"],
               "additionalProperties": False}
     choices = [{"$ref": "#/$defs/call"}] + ([] if required else [{"$ref": "#/$defs/answer"}])
     return {"$defs": {"call": {"oneOf": calls}, "answer": answer}, "oneOf": choices}
 
 
-def _decision_schema_text(tools: list[ToolSpec], required: bool) -> str:
-    return json.dumps(_decision_schema(tools, required))  # key order matters: "tool" first
+def _decision_schema_text(tools: list[ToolSpec], required: bool, answer_text: bool = True) -> str:
+    return json.dumps(_decision_schema(tools, required, answer_text))  # key order matters: "tool" first
 
 
 def _grammar_arguments(tool: ToolSpec) -> dict[str, Any]:
