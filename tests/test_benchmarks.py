@@ -23,6 +23,7 @@ SCRIPTS: dict[str, tuple[str | None, int]] = {
     "api_fuzz": (None, 300),
     "chaos": (None, 300),  # --quick: every fault but one twin, a 5 s soak; needs initdb (skips itself without)
     "local_model": (None, 600),
+    "first_answer": (None, 600),  # --quick: the assembled model linked in, no cold run
     "scanner": ("bipia", 300),
     "injection": ("agentdojo", 300),
     "plain_injection": (None, 120),
