@@ -7,6 +7,8 @@ see. Every query is planned for its own parameters: how many rows an ACL admits 
 A search is one message to the server, its ``SET LOCAL`` settings included. A hybrid search returns
 only ids and scores, walking the graph on a second connection while the first searches the words;
 the retriever then reads back just the rows it needs (``chunks``), still filtered by the reader's ACL.
+With ``parallel=False`` it is one statement on one connection instead: both halves, their fusion and
+the rows of the best results (``_FUSED``).
 Needs the ``postgres`` extra (psycopg).
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -49,6 +51,29 @@ _HNSW = "CREATE INDEX IF NOT EXISTS {n}_chunks_hnsw ON {n}_chunks USING hnsw (em
 _TEXT = "CREATE INDEX IF NOT EXISTS {n}_chunks_tsv_access ON {n}_chunks USING gin (tsv, access)"
 _RANK = "ts_rank_cd(tsv, q)"  # any term may match (like BM25), ranked by cover density
 _WORDS = "to_tsquery('english', %s)"
+# A hybrid search as one statement: both halves (each filtered by the reader's ACL inside its index scan),
+# reciprocal rank fusion (k = 60, the retriever's default), and the rows of the best ``read`` fused results,
+# read by primary key: the retriever's top passages come back in the same round trip, its other candidates
+# as ids and scores only (a key of NULL for the others: the planner would otherwise look each one up).
+_FUSED = """WITH dense AS MATERIALIZED (
+    SELECT uid, embedding <=> %(vector)s::vector AS distance FROM {n}_chunks
+    WHERE access && %(groups)s ORDER BY distance LIMIT %(limit)s),
+words AS MATERIALIZED (
+    SELECT uid, ts_rank_cd(tsv, q) AS rank FROM {n}_chunks, to_tsquery('english', %(words)s) AS q
+    WHERE tsv @@ q AND access && %(groups)s ORDER BY rank DESC LIMIT %(limit)s),
+ranked AS (
+    SELECT uid, distance, NULL::real AS rank, row_number() OVER (ORDER BY distance) AS dense_at,
+           NULL::bigint AS words_at FROM dense
+    UNION ALL
+    SELECT uid, NULL, rank, NULL, row_number() OVER (ORDER BY rank DESC) FROM words),
+fused AS (
+    SELECT uid, min(distance) AS distance, max(rank) AS rank, min(dense_at) AS dense_at, min(words_at) AS words_at,
+           row_number() OVER (ORDER BY coalesce(1.0 / (60 + min(dense_at)), 0)
+                                       + coalesce(1.0 / (60 + min(words_at)), 0) DESC) AS fused_at
+    FROM ranked GROUP BY uid)
+SELECT f.uid, f.distance, f.rank, f.dense_at, f.words_at, c.* FROM fused AS f
+LEFT JOIN LATERAL (SELECT {columns} FROM {n}_chunks
+                   WHERE uid = CASE WHEN f.fused_at <= %(read)s THEN f.uid END) AS c ON true"""
 # a load of at least this many rows, and more than the table holds, rebuilds the HNSW graph after the
 # rows are in (pgvector's advice) instead of inserting each into it; searches wait for that commit
 _BULK_ROWS = 2000
@@ -59,7 +84,8 @@ class PgVectorIndex(Index):
 
     ``ef_search`` sets ``hnsw.ef_search`` for each query (recall against speed). ``parallel``: a hybrid
     search walks the HNSW graph on a second connection while the first searches the words (the walk is
-    most of the time; at 100k chunks both together took ~6.5 ms, each at once ~4 ms).
+    most of the time; at 100k chunks both together took ~6.5 ms, each at once ~4 ms); else one statement
+    on one connection (half the connections, one round trip, the two halves one after the other).
     """
 
     def __init__(self, dsn: str, *, name: str = "toolcrib", ef_search: int = 100,
@@ -107,11 +133,17 @@ class PgVectorIndex(Index):
         except psycopg.Error as exc:
             raise _failed(exc) from exc
 
-    def _query(self, sql: str, params: Sequence[Any], side: bool = False) -> list[Any]:
-        """The rows of the last statement in ``sql``: sent as one message, bound here, so that a ``SET
-        LOCAL`` before a search costs no round trip (the statements run as one transaction). A table not
-        created yet holds no rows; database errors become OperatorError."""
+    def _query(self, sql: str, params: Sequence[Any] | Mapping[str, Any], side: bool = False,
+               walk: int | None = None) -> list[Any]:
+        """The rows of ``sql``. ``walk``: the statement is a filtered HNSW search for that many rows, whose
+        ``SET LOCAL`` settings are sent with it as one message (bound here: the statements run as one
+        transaction, in one round trip; a pipeline of a settings statement and the search, bound by the
+        server, had a tail of milliseconds on a busy machine). A table not created yet holds no rows;
+        database errors become OperatorError."""
         psycopg = _psycopg()
+        if walk is not None:
+            sql = ("SET LOCAL hnsw.iterative_scan = relaxed_order; "
+                   f"SET LOCAL hnsw.ef_search = {max(int(self.ef_search), int(walk))}; {sql}")
         try:
             with psycopg.ClientCursor(self._connection(side)) as cur:
                 cur.execute(sql, params)
@@ -122,11 +154,6 @@ class PgVectorIndex(Index):
             return []
         except psycopg.Error as exc:
             raise _failed(exc) from exc
-
-    def _walk(self, limit: int) -> str:
-        """The settings of a filtered HNSW search for ``limit`` rows, as statements to send before it."""
-        return ("SET LOCAL hnsw.iterative_scan = relaxed_order; "
-                f"SET LOCAL hnsw.ef_search = {max(int(self.ef_search), int(limit))};")
 
     def _exists(self, cur: Any) -> bool:
         cur.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{self.name}_meta",))
@@ -222,9 +249,9 @@ class PgVectorIndex(Index):
         self._run(work)
 
     def search_dense(self, vector: Vectors, groups: Sequence[str], limit: int) -> list[Hit]:
-        rows = self._query(f"{self._walk(limit)} SELECT {_COLUMNS}, embedding <=> %s::vector AS distance "
+        rows = self._query(f"SELECT {_COLUMNS}, embedding <=> %s::vector AS distance "
                            f"FROM {self.name}_chunks WHERE access && %s ORDER BY distance LIMIT %s",
-                           (_vector_literal(vector), allowed_groups(groups), limit))
+                           (_vector_literal(vector), allowed_groups(groups), limit), walk=limit)
         rows.sort(key=lambda r: r[-1])  # relaxed order: sort again
         return [Hit(_chunk(r), 1.0 - float(r[-1])) for r in rows]
 
@@ -239,13 +266,37 @@ class PgVectorIndex(Index):
 
     def rank_hybrid(self, vector: Vectors | None, query: str | None, groups: Sequence[str],
                     limit: int, *, with_chunks: bool = False) -> tuple[list[Ranked], list[Ranked]]:
+        terms = query_terms(query) if query is not None else []
+        if vector is not None and terms and not self.parallel:
+            return self._rank_fused(vector, terms, groups, limit, with_chunks=with_chunks)
+        return self._rank_apart(vector, query, groups, limit, with_chunks=with_chunks)
+
+    def _rank_fused(self, vector: Vectors, terms: list[str], groups: Sequence[str], limit: int, *,
+                    with_chunks: bool) -> tuple[list[Ranked], list[Ranked]]:
+        """Both halves, fused, and the rows of the best results in one statement (``_FUSED``). Without
+        ``with_chunks``, the rows of the best quarter of ``limit`` (the retriever asks for ``limit`` = at
+        least four times the passages it returns); ``chunks`` reads any other it returns."""
+        read = 2 * limit if with_chunks else -(-limit // 4) + 1
+        rows = self._query(_FUSED.format(n=self.name, columns=_COLUMNS),
+                           {"vector": _vector_literal(vector), "groups": allowed_groups(groups), "limit": limit,
+                            "words": " | ".join(terms), "read": read}, walk=limit)
+        dense = sorted((r for r in rows if r[3] is not None), key=lambda r: int(r[3]))
+        words = sorted((r for r in rows if r[4] is not None), key=lambda r: int(r[4]))
+
+        def ref(row: Sequence[Any]) -> Chunk | None:
+            return None if row[5] is None else _chunk(row[5:])
+        return ([Ranked(r[0], 1.0 - float(r[1]), ref(r)) for r in dense],
+                [Ranked(r[0], float(r[2]), ref(r)) for r in words])
+
+    def _rank_apart(self, vector: Vectors | None, query: str | None, groups: Sequence[str],
+                    limit: int, *, with_chunks: bool = False) -> tuple[list[Ranked], list[Ranked]]:
         # ids and scores, and the rows only when the caller will read them all: otherwise it reads back
         # (``chunks``) just the few it returns
         allowed = allowed_groups(groups)
         terms = query_terms(query) if query is not None else []
         rows = f", {_COLUMNS}" if with_chunks else ""
         walk = None if vector is None else (
-            f"{self._walk(limit)} SELECT uid, embedding <=> %s::vector AS score{rows} FROM {self.name}_chunks "
+            f"SELECT uid, embedding <=> %s::vector AS score{rows} FROM {self.name}_chunks "
             "WHERE access && %s ORDER BY score LIMIT %s", [_vector_literal(vector), allowed, limit])
         words = None if not terms else (
             f"SELECT uid, {_RANK} AS score{rows} FROM {self.name}_chunks, {_WORDS} AS q "
@@ -253,13 +304,13 @@ class PgVectorIndex(Index):
         if walk is not None and words is not None and self.parallel:
             if self._walker is None:
                 self._walker = ThreadPoolExecutor(1, thread_name_prefix="toolcrib-pgvector")
-            walking = self._walker.submit(self._query, *walk, True)
+            walking = self._walker.submit(self._query, *walk, True, limit)
             try:
                 text_rows = self._query(*words)
             finally:
                 dense_rows = walking.result()
         else:
-            dense_rows = [] if walk is None else self._query(*walk)
+            dense_rows = [] if walk is None else self._query(*walk, walk=limit)
             text_rows = [] if words is None else self._query(*words)
         dense_rows.sort(key=lambda r: r[1])  # relaxed order: sort again
 
