@@ -185,13 +185,18 @@ class Service:
         model = self.shared_model or self.ws.model(self.model_spec)  # a fresh fake per run; one engine per process
         return self.ws.runner(model, mode=mode, gate=self.gate)
 
-    async def _start(self, principal: Principal, job: Job, runner: Runner,
+    async def _start(self, principal: Principal, job: Job, mode: Literal["single", "loop"] | None,
                      exporters: Sequence[TraceExporter]) -> asyncio.Future[Answer]:
-        """Start ``job`` on the run pool once a slot is free; the slot is released when the run ends, even
-        if the client has gone (the run still finishes and is recorded)."""
+        """Start ``job`` on the run pool once a slot is free, with a runner made there (making one reads
+        the model spec's files: off the event loop); the slot is released when the run ends, even if the
+        client has gone (the run still finishes and is recorded)."""
         await self.limit_rate(principal)
         await self.slots.acquire(principal.user_id)
-        future = asyncio.get_running_loop().run_in_executor(self.pool, job, runner, exporters)
+
+        def run() -> Answer:
+            return job(self._runner(mode), exporters)
+
+        future = asyncio.get_running_loop().run_in_executor(self.pool, run)
         future.add_done_callback(lambda f: self._ended(principal.user_id, f))
         return future
 
@@ -203,14 +208,14 @@ class Service:
             self.metrics.inc("toolcrib_runs_total", "Runs ended, by outcome.", outcome=future.result().outcome)
 
     async def answer(self, principal: Principal, job: Job, mode: Literal["single", "loop"] | None = None) -> Answer:
-        future = await self._start(principal, job, self._runner(mode), ())
+        future = await self._start(principal, job, mode, ())
         return await asyncio.shield(future)
 
     async def stream(self, principal: Principal, job: Job, mode: Literal["single", "loop"] | None = None
                      ) -> StreamingResponse:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        future = await self._start(principal, job, self._runner(mode), [EventQueue(loop, queue)])
+        future = await self._start(principal, job, mode, [EventQueue(loop, queue)])
         future.add_done_callback(lambda _: queue.put_nowait(None))
 
         async def frames() -> AsyncIterator[bytes]:
