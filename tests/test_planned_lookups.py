@@ -105,15 +105,19 @@ def test_a_lookup_is_added_for_what_the_request_asks_and_no_result_holds(ws: Pat
     assert planned(events) == []  # nothing asked that the stock record lacks
 
 
-def test_loop_mode_adds_the_left_out_lookup_when_the_model_would_answer_and_asks_again(ws: Path) -> None:
+def test_loop_mode_adds_the_left_out_lookup_after_the_first_calls_so_the_next_round_sees_it(ws: Path) -> None:
     answer, events = ask(ws, "Order ORD-1008 is on hold; how many FUS-T3A15 fuses do we have in stock?",
                          {"name": "get_order_status", "arguments": {"order_id": "ORD-1008"}}, mode="loop",
-                         replies=("ORD-1008 is on hold.", "Answered.", "ORD-1008 is on hold; the fuse count is above."))
+                         replies=("Nothing more to look up.", "ORD-1008 is on hold; the fuse count is above."))
     assert planned(events) == [("lookup_stock", {"part_number": "FUS-T3A15"})]
     assert ran(answer)[1:] == [("lookup_stock", {"part_number": "FUS-T3A15"})]
-    # the model answered twice: the answer that came before code's lookup is not the one given
+    # the planned lookup came before the model's second round, which then had nothing to add: two rounds, not three
     decisions = [e for e in events if e["kind"] == "model_decision" and e["decided_by"] == "model"]
-    assert len(decisions) == 3 and answer["text"].startswith("ORD-1008 is on hold; the fuse count")  # from the brief
+    assert [d["title"] for d in decisions] == ["Model decides (round 1): get_order_status",
+                                               "Model decides (round 2): answers directly"]
+    assert events.index(decisions[1]) > next(i for i, e in enumerate(events) if e["kind"] == "call_proposed"
+                                               and e["decided_by"] == "code")
+    assert answer["text"].startswith("ORD-1008 is on hold; the fuse count")  # from the brief
 
 
 def test_loop_mode_adds_nothing_when_the_calls_found_what_was_asked(ws: Path) -> None:

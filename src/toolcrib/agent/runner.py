@@ -263,8 +263,8 @@ class Runner:
         return calls, dropped
 
     async def _complete_evidence(self, run: RunState) -> bool:
-        """Loop mode, once, when the model would answer from what its calls found: what single mode adds
-        after its one decision. Returns whether code added anything (the model then answers again)."""
+        """Loop mode, once: what single mode adds after its one decision, after the model's first calls (or,
+        when it made none, when it would answer). Returns whether code added anything."""
         run.completed = True
         if not all(o.effect == Effect.READ.value for o in run.made()):
             return False  # a change was made or held: nothing is added around it
@@ -332,6 +332,8 @@ class Runner:
             outcomes = await self.calls.run_model_calls(run, reply.text, calls)
             if pending := _held(outcomes):
                 return await self._pause(run, pending)
+            if not run.completed:  # what single mode adds after its decision, added now: the next round sees it
+                await self._complete_evidence(run)
 
     async def _fitting(self, run: RunState, calls: list[ToolCall]) -> list[ToolCall]:
         """The model's ``calls`` less those ``Stage.PROPOSED`` sets aside (each recorded as dropped)."""
