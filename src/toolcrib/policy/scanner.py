@@ -326,20 +326,34 @@ def quarantine_values(data: Any, scanner: Scanner) -> tuple[Any, list[Flag]]:
     """``data`` (a tool result: text, or lists and objects of it) with each text quarantined, and
     every flag raised."""
     found: list[Flag] = []
+    return _quarantined(data, scanner, found), found
 
-    def clean(value: Any) -> Any:  # a list or object with nothing flagged in it is returned as it is
-        if isinstance(value, str):
-            flags = scanner.scan(value)
-            if not flags:
-                return value
-            found.extend(flags)
-            return quarantine(value, flags)
-        if isinstance(value, dict):
-            changed = {k: c for k, v in value.items() if (c := clean(v)) is not v}
-            return {**value, **changed} if changed else value
-        if isinstance(value, list):
-            cleaned = [clean(v) for v in value]
-            return cleaned if any(c is not v for c, v in zip(cleaned, value, strict=True)) else value
-        return value
 
-    return clean(data), found
+_UNSCANNED = frozenset({int, float, bool, type(None)})  # values with no text in them
+
+
+def _quarantined(value: Any, scanner: Scanner, found: list[Flag]) -> Any:
+    """``value`` with each text quarantined, its flags added to ``found`` in order; a list or object with
+    nothing flagged in it is returned as it is. (A function of its own, not a closure made per result:
+    every READ result of a workspace with a scanner passes here.)"""
+    if isinstance(value, str):
+        flags = scanner.scan(value)
+        if not flags:
+            return value
+        found.extend(flags)
+        return quarantine(value, flags)
+    if isinstance(value, dict):
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            if type(item) in _UNSCANNED:
+                continue
+            cleaned = _quarantined(item, scanner, found)
+            if cleaned is not item:
+                if changed is None:
+                    changed = {}
+                changed[key] = cleaned
+        return {**value, **changed} if changed else value
+    if isinstance(value, list):
+        items = [_quarantined(v, scanner, found) for v in value]
+        return items if any(c is not v for c, v in zip(items, value, strict=True)) else value
+    return value
