@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from click.testing import CliRunner
 
 from fakes.workspaces import demo_workspace
 from toolcrib.cli import main
+from toolcrib.models import registry
+from toolcrib.models.base import Message, ToolSpec
+from toolcrib.models.scripted import ScriptedModel
 from toolcrib.tools.grounding import Grounding
 from toolcrib.workspace import Workspace
 
@@ -57,3 +62,41 @@ def test_after_warm_the_first_question_starts_from_the_saved_prompt(demo: Path) 
 
     again = CliRunner().invoke(main, ["warm", "--user", "omar", "--json", "--workspace", str(demo)])
     assert again.exit_code == 0 and json.loads(again.stdout)["prompt_cache_s"] < report["prompt_cache_s"]
+
+
+class Warming(ScriptedModel):
+    """A model with weights to load and a prompt cache: records each prompt start it is asked to prefill."""
+
+    prefilled: ClassVar[list[tuple[str, ...]]] = []
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.progress = None
+
+    def load(self) -> float:
+        return 0.0
+
+    def prefill(self, messages: list[Message], tools: list[ToolSpec]) -> float:
+        Warming.prefilled.append(tuple(t.name for t in tools))
+        return 1.0
+
+
+def test_serve_prepares_every_users_usual_offers_after_it_is_ready(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from toolcrib.service.app import create_app
+
+    registry.model_prefixes()
+    monkeypatch.setitem(registry._FACTORIES, "warming", lambda rest, settings: Warming())
+    Warming.prefilled = []
+    ws = Workspace.open(demo)
+    gate = ws.gate()
+    expected = [tuple(t.name for t in offer) for user in ws.config.users
+                for offer in gate.registry.usual_offers(ws.principal(user), gate.policy)]
+    with TestClient(create_app(ws, model_spec="warming")) as client:
+        deadline = time.monotonic() + 30
+        while len(Warming.prefilled) < len(expected) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.get("/readyz").status_code == 200
+    assert Warming.prefilled == expected

@@ -196,6 +196,7 @@ class ServiceSection(_Section):
     max_body_bytes: int = Field(65536, gt=0)
     max_question_chars: int = Field(4000, gt=0)
     index_on_start: bool = True  # build a missing document index before /readyz says ready
+    warm_on_start: bool = True  # after ready, every user's usual offers into the embedded model's prompt cache
     jwt: JWTSection | None = None
 
 

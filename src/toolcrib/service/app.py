@@ -34,7 +34,7 @@ from toolcrib.agent.runner import Runner
 from toolcrib.agent.runs import RunRecord
 from toolcrib.desk import ApprovalDesk
 from toolcrib.errors import ModelFacingError, NotPermitted, OperatorError, StoreUnavailable, ToolcribError
-from toolcrib.models.base import Loadable, Model
+from toolcrib.models.base import Loadable, Model, Prefillable
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import ApprovalRefused
 from toolcrib.service.auth import Authenticator, JWTVerifier, Unauthenticated, service_store
@@ -150,6 +150,17 @@ class Service:
             self.load_error = str(exc) if isinstance(exc, ToolcribError) else f"failed ({type(exc).__name__})"
             return
         self.ready = True
+        if self.ws.config.service.warm_on_start and isinstance(model, Prefillable):
+            await asyncio.to_thread(self._warm)  # not in the run pool: questions take the model between offers
+
+    def _warm(self) -> None:
+        """``toolcrib warm`` for every configured user, in the workspace's mode; a failure is logged, not fatal."""
+        runner = self._runner()
+        try:
+            for user in self.ws.config.users:
+                runner.warm(self.ws.principal(user))
+        except Exception:
+            log.exception("preparing the model's prompt cache failed; questions prepare it as they come")
 
     async def sweep_expired(self) -> None:
         """Every ``service.expiry_sweep_s``: record proposals past their time-to-live as expired (any
