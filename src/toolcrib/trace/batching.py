@@ -3,7 +3,8 @@
 Waking a thread costs a caller ~10 us on two cores, more than encoding the line it queued. So a
 caller wakes the writer only when the writer sleeps (it went idle) or a batch is full; a writer that
 was busy lately polls every ``linger_s`` instead, and a batch's first item waits up to ``linger_s`` for
-the rest of its run's, unless someone waits for it (``urgent``, from ``flush``).
+the rest of its run's. A caller who needs what it queued written now writes it itself
+(``JsonlExporter.flush``) rather than waking the writer and waiting for it.
 """
 
 from __future__ import annotations
@@ -23,21 +24,15 @@ class Batching:
         self.batch = batch
         self.idle_s = idle_s
         self._sleeping = False
-        self._urgent = False
 
     def queued(self, size: int) -> None:
         """A caller queued an item; ``size`` items are queued now."""
         if self._sleeping or size >= self.batch:
             self.changed.notify_all()
 
-    def urgent(self) -> None:
-        """Someone waits for what is queued: the writer takes it now."""
-        self._urgent = True
-        self.changed.notify_all()
-
     def wait(self, size: Callable[[], int], stop: Callable[[], bool], *, until: float | None = None) -> None:
         """The writer's wait: returns when a batch is ready (or ``stop()``): something queued has waited
-        ``linger_s``, a batch is full, or someone waits for it; with nothing queued, at ``until``
+        ``linger_s`` or a batch is full; with nothing queued, at ``until``
         (``time.monotonic()``) too."""
         idle_since = time.monotonic()
         while not size() and not stop():
@@ -53,7 +48,5 @@ class Batching:
             finally:
                 self._sleeping = False
         deadline = time.monotonic() + self.linger_s
-        while (size() and not (self._urgent or stop()) and size() < self.batch
-               and (left := deadline - time.monotonic()) > 0):
+        while size() and not stop() and size() < self.batch and (left := deadline - time.monotonic()) > 0:
             self.changed.wait(left)
-        self._urgent = False
