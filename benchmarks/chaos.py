@@ -55,7 +55,8 @@ from typing import Any
 
 import _quick  # benchmarks/_quick.py: --quick
 import httpx
-from serve_load import PARTS, USERS, free_port, make_keys, make_workspace, percentile, rounded, toolcrib_serve
+from _serving import free_port, make_keys, percentile, rounded
+from serve_load import PARTS, USERS, make_workspace, toolcrib_serve
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
