@@ -263,8 +263,8 @@ class Runner:
         return calls, dropped
 
     async def _complete_evidence(self, run: RunState) -> bool:
-        """Loop mode, once: what single mode adds after its one decision, after the model's first calls (or,
-        when it made none, when it would answer). Returns whether code added anything."""
+        """Loop mode, once: what single mode adds after its one decision, as soon as the run holds evidence
+        (or when the model would answer without). Returns whether code added anything."""
         run.completed = True
         if not all(o.effect == Effect.READ.value for o in run.made()):
             return False  # a change was made or held: nothing is added around it
@@ -285,6 +285,8 @@ class Runner:
                 return await self._final(run)
             if stop:
                 raise LimitExceeded(stop)  # ends the run with what it found so far (see _bounded)
+            if run.grounded and not run.completed:  # the first evidence in: code's additions before the next round
+                await self._complete_evidence(run)
             specs = self.calls.offer(run)
             if run.rounds == 0 and (done := await self.steps.run(Stage.REQUEST, run, self.calls)) is not None:
                 return await self._end(run, done)
@@ -332,8 +334,6 @@ class Runner:
             outcomes = await self.calls.run_model_calls(run, reply.text, calls)
             if pending := _held(outcomes):
                 return await self._pause(run, pending)
-            if not run.completed:  # what single mode adds after its decision, added now: the next round sees it
-                await self._complete_evidence(run)
 
     async def _fitting(self, run: RunState, calls: list[ToolCall]) -> list[ToolCall]:
         """The model's ``calls`` less those ``Stage.PROPOSED`` sets aside (each recorded as dropped)."""
