@@ -15,7 +15,8 @@ tool once, then answers with the price it was shown. Each server is its own uvic
 - bare: a FastAPI endpoint (``POST /v1/ask``) that validates the body, calls the tool function and answers
   JSON: the floor of serving this over HTTP in Python.
 
-At concurrency 1 and ``--clients`` (closed loop, one connection per client), each for ``--seconds``: p50
+At concurrency 1 and ``--clients`` (closed loop, one connection per client), each for ``--seconds`` in
+``--rounds`` turns (the servers alternate, so a machine whose load drifts weighs on each alike): p50
 and p95 latency to the last byte, requests/s, and the ratios toolcrib/bare and toolcrib/AG-UI (p50).
 Every answer is checked (a price in it; toolcrib's also ``answered`` with one executed call). ``--quick``
 ``--baseline-src DIR`` (a ``src`` folder of another toolcrib, e.g. ``git archive <commit> src | tar -x``)
@@ -229,9 +230,17 @@ def bare_client() -> One:
     return one
 
 
-def measure(url: str, one: One, clients: int, seconds: float) -> dict[str, Any]:
-    asyncio.run(closed_loop(url, clients, min(1.0, seconds), one))  # warm up
+def measure(url: str, one: One, clients: int, seconds: float, into: Tally) -> None:
+    """One measured stretch of ``seconds`` (after a short warm-up), added to ``into``."""
+    asyncio.run(closed_loop(url, clients, min(0.5, seconds), one))  # warm up
     tally = asyncio.run(closed_loop(url, clients, seconds, one))
+    for kind, values in tally.latencies_ms.items():
+        into.latencies_ms[kind].extend(values)
+    into.statuses.update(tally.statuses)
+    into.elapsed_s += tally.elapsed_s
+
+
+def figures_of(tally: Tally) -> dict[str, Any]:
     every = tally.all_latencies()
     return {"requests": tally.requests, "requests_per_s": tally.statuses["200"] / tally.elapsed_s,
             "p50_ms": percentile(every, 0.5), "p95_ms": percentile(every, 0.95), "errors": tally.errors,
@@ -257,11 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured run")
     parser.add_argument("--clients", type=int, default=50, help="the higher concurrency (the lower is 1)")
+    parser.add_argument("--rounds", type=int, default=3, help="the servers take turns this many times")
     parser.add_argument("--no-install", action="store_true", help="use the peers' venv as it is")
     parser.add_argument("--baseline-src", type=Path, help="another toolcrib's src folder, measured beside this one")
     parser.add_argument("--serve", choices=("agui", "bare"), help=argparse.SUPPRESS)  # a server's own process
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    args = _quick.parse(parser, argv, seconds=0.5, clients=4, no_install=True)
+    args = _quick.parse(parser, argv, seconds=0.5, clients=4, rounds=1, no_install=True)
     if args.serve:
         serve_worker(args.serve, args.port)
         return 0
@@ -311,11 +321,15 @@ def main(argv: list[str] | None = None) -> int:
 def run_levels(urls: dict[str, str | None], clients: dict[str, One], args: argparse.Namespace) -> dict[str, Any]:
     levels: dict[str, Any] = {}
     for concurrency in (1, args.clients):
-        print(f"concurrency {concurrency}, {args.seconds:g}s each:", flush=True)
+        print(f"concurrency {concurrency}, {args.seconds:g}s each in {args.rounds} rounds:", flush=True)
+        forms = FORMS + (("base_json", "base_sse") if "base_json" in urls else ())
+        tallies = {form: Tally() for form in forms if urls.get(form)}
+        for _ in range(args.rounds):  # the servers take turns: a load that drifts weighs on each alike
+            for form, tally in tallies.items():
+                measure(str(urls[form]), clients[form], concurrency, args.seconds / args.rounds, tally)
         servers: dict[str, dict[str, Any] | None] = {}
-        for form in FORMS + (("base_json", "base_sse") if "base_json" in urls else ()):
-            url = urls.get(form)
-            servers[form] = None if url is None else measure(url, clients[form], concurrency, args.seconds)
+        for form in forms:
+            servers[form] = figures_of(tallies[form]) if form in tallies else None
             if (f := servers[form]) is not None:
                 print(f"  {form:14s} p50 {f['p50_ms']:7.2f} ms  p95 {f['p95_ms']:7.2f} ms  "
                       f"{f['requests_per_s']:7.1f} req/s  errors {f['errors']} {f['non_200'] or ''}", flush=True)
