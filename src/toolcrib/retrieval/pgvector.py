@@ -85,7 +85,9 @@ class PgVectorIndex(Index):
     ``ef_search`` sets ``hnsw.ef_search`` for each query (recall against speed). ``parallel``: a hybrid
     search walks the HNSW graph on a second connection while the first searches the words (the walk is
     most of the time; at 100k chunks both together took ~6.5 ms, each at once ~4 ms); else one statement
-    on one connection (half the connections, one round trip, the two halves one after the other).
+    on one connection (half the connections, one round trip, the two halves one after the other). On a
+    busy 2-core machine, alternating the two on 100k chunks (hybrid with an ACL, top 10 of 50 per list):
+    parallel p50 10.5 ms, p95 16.0 ms; one statement 12.5 ms, 19.5 ms.
     """
 
     def __init__(self, dsn: str, *, name: str = "toolcrib", ef_search: int = 100,
