@@ -169,7 +169,7 @@ def test_conversation_with_tool_results_has_the_documented_shape(server: FakeCha
     assert done.text == "BRK-220: 14 in stock."  # the server found nothing wrong with the body
     body = server.requests[0].body
     assert body["messages"][2] == {
-        "role": "assistant", "content": None,
+        "role": "assistant", "content": "",  # not null: llama.cpp's OpenAI-compatible server refuses null
         "tool_calls": [
             {"id": "call_abc", "type": "function",
              "function": {"name": "lookup_part", "arguments": '{"sku": "BRK-220"}'}},

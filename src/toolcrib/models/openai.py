@@ -228,8 +228,7 @@ def _wire_message(message: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.name:
         out["name"] = message.name
-    if message.role == "assistant" and message.tool_calls:
-        out["content"] = message.content or None
+    if message.role == "assistant" and message.tool_calls:  # content "", not null (llama.cpp refuses null)
         out["tool_calls"] = [
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": wire_arguments(call)}}
             for call in message.tool_calls
