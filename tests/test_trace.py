@@ -224,3 +224,68 @@ def test_the_jsonl_exporter_writes_every_line_of_many_interleaved_runs(tmp_path:
         tracer.close()  # each run's end: its lines are on disk when this returns
         events = read_events(tmp_path / f"{tracer.trace_id}.jsonl")
         assert [e.detail["n"] for e in events] == list(range(50))
+
+
+class _Kept(TraceExporter):
+    """A live exporter: every event as it is recorded."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def export(self, event: Event) -> None:
+        self.events.append(event)
+
+
+@tool(cache_ttl_s=60)
+def sign_in(user: Annotated[str, Identifier()], api_key: str) -> dict[str, Any]:
+    """Sign in."""
+    return {"user": user, "session": "Bearer abcdefghijklmnop"}
+
+
+def _calls(exporters: list[TraceExporter]) -> Tracer:
+    """READ calls (one run, one cached, one refused) and a code event between them, through a Gate."""
+    import asyncio
+
+    from toolcrib import CallContext, ToolCall
+    from toolcrib.tools.grounding import Grounding
+
+    tracer = Tracer(exporters)
+    tracer.run_id = "r1"
+    gate = Gate(Registry([lookup_part, sign_in]), GroupPolicy({"support": ["*"]}))
+    cctx = CallContext(USER, tracer, Grounding("part HLV-2205 for bob"))
+
+    async def calls() -> None:
+        await gate.run(ToolCall("c1", "lookup_part", {"part_number": "HLV-2205"}), cctx)
+        await gate.run(ToolCall("c2", "sign_in", {"user": "bob", "api_key": "sk-abcdefghijklmnop"}), cctx)
+        tracer.record(EventKind.MODEL_DECISION, "Model", decided_by="model", detail={"n": 1})
+        await gate.run(ToolCall("c3", "sign_in", {"user": "bob", "api_key": "sk-abcdefghijklmnop"}), cctx)
+        await gate.run(ToolCall("c4", "lookup_part", {"part_number": "XYZ-1"}), cctx)
+
+    asyncio.run(calls())
+    return tracer
+
+
+def test_call_events_read_later_are_the_events_a_live_exporter_received() -> None:
+    kept = _Kept()
+    live, later = _calls([kept]), _calls([])  # later: the calls' events are built when the trace is read
+    assert kept.events == live.events  # exported as recorded, in order, each once
+
+    def fields(events: list[Event]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in e.to_dict().items() if k not in ("trace_id", "at", "ms")} for e in events]
+
+    assert fields(later.events) == fields(live.events)
+    assert [e.kind for e in later.events] == [EventKind.CALL_EXECUTED, EventKind.CALL_EXECUTED,
+                                              EventKind.MODEL_DECISION, EventKind.CACHE_HIT, EventKind.CALL_REFUSED]
+    assert [e.step for e in later.events] == [1, 2, 3, 4, 5] and later.count(EventKind.CALL_EXECUTED) == 2
+    assert later.events[1].arguments == {"user": "bob", "api_key": "[redacted]"}  # redacted when built
+    assert "sk-" not in json.dumps([e.to_dict() for e in later.events])
+
+
+def test_an_exporter_attached_mid_run_receives_the_events_from_then_on() -> None:
+    tracer = _calls([])
+    kept = _Kept()
+    tracer.exporters.append(kept)
+    tracer.record_call(EventKind.CALL_EXECUTED, "Run tool: x", "code", "x", "c9", "read", {"token": "t"}, "ok",
+                       None, 1.5, None)
+    assert kept.events == tracer.events[-1:] and kept.events[0].step == 6
+    assert kept.events[0].arguments == {"token": "[redacted]"} and kept.events[0].ms == 1.5

@@ -324,9 +324,8 @@ class Gate:
         if key is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                cctx.tracer.record(_CACHE_HIT, f"Cache hit: {tool.name}", decided_by="cache",
-                                   tool=tool.name, call_id=call.id, effect=tool._effect,
-                                   arguments=self._redacted(tool, call.arguments))
+                cctx.tracer.record_call(_CACHE_HIT, f"Cache hit: {tool.name}", "cache", tool.name, call.id,
+                                        tool._effect, self._redacted(tool, call.arguments), None, None, 0.0, None)
                 return self._ok(call, tool, hit, cctx, start, cached=True)  # made ready when it was cached
         attempts = 1 + (self.settings.read_retries if tool.idempotent else 0)
         for attempt in range(attempts):
@@ -515,16 +514,14 @@ class Gate:
                                tool=tool.name, call_id=call.id, detail=flags)
         effect = tool._effect
         audit = self.audit if tool.effect is _READ else None
-        # the event's redaction copies the arguments: a copy of its own is needed only by the audit record
-        arguments = self._redacted(tool, call.arguments) if tool.redact or audit is not None else call.arguments
+        arguments = self._redacted(tool, call.arguments)  # a copy: the event is built from it later
         if not cached:
             detail: dict[str, Any] = {"truncated": payload["truncated"]}
             if tool.artifacts is not None and (files := tool.artifacts(result.data)):
                 detail["artifacts"] = files
-            cctx.tracer.record(_EXECUTED, f"Run tool: {tool.name}",
-                               decided_by="human" if proposal_id else "code", tool=tool.name, call_id=call.id,
-                               effect=effect, arguments=arguments, status="ok", proposal_id=proposal_id,
-                               ms=(time.perf_counter() - start) * 1000, detail=detail)
+            cctx.tracer.record_call(_EXECUTED, f"Run tool: {tool.name}", "human" if proposal_id else "code",
+                                    tool.name, call.id, effect, arguments, "ok", proposal_id,
+                                    (time.perf_counter() - start) * 1000, detail)
         if audit is not None:
             # one record per READ call, a cache hit too (who read what): group-committed (acknowledged
             # once its batch commits, and before any later proposal, approval or execution record:
@@ -548,7 +545,7 @@ class Gate:
                     asked = self._asked_by_user(call, tool, cctx, named=tool._named)
                 if asked:
                     source = Source(source.kind, source.name, trusted=False, endorsed=True)
-            grounding.add(text, source)
+            grounding.add_later(text, source)  # no check of this call reads it: indexed when one reads it
         return CallOutcome(call, "ok", payload, effect, cached, 0.0, proposal_id, flags)
 
     @staticmethod

@@ -120,10 +120,28 @@ class Grounding:
         # per identifier shape asked about (None: any), how many texts were scanned without finding one, or
         # -1 once one was found: each offer of a run asks again, and only texts added since need a look
         self._scanned: dict[str | None, int] = {}
+        self._later: list[tuple[str, Source]] = []  # added after ``_texts``, not indexed yet (``add_later``)
         for t in texts:
             self.add(t)
 
     def add(self, text: str, source: Source = USER_REQUEST) -> None:
+        if self._later:
+            self._catch_up()
+        self._add(text, source)
+
+    def add_later(self, text: str, source: Source) -> None:
+        """``add``, indexed when the texts are next read (a READ call's result: its call is not kept
+        waiting on it, and a run whose later checks find what they look for among the texts already
+        indexed never waits on it)."""
+        self._later.append((text, source))
+
+    def _catch_up(self) -> None:
+        """Index the texts ``add_later`` kept, in order: every reader sees them as if added at once."""
+        later, self._later = self._later, []
+        for text, source in later:
+            self._add(text, source)
+
+    def _add(self, text: str, source: Source) -> None:
         known = self._by_source.get(source)
         if known is None:
             known = self._by_source[source] = set()
@@ -139,20 +157,28 @@ class Grounding:
 
     def endorsed_texts(self) -> list[str]:
         """The texts of content others wrote that the user pointed to (and the scanner did not flag)."""
+        if self._later:
+            self._catch_up()
         return [text for source, text, _ in self._texts if source.endorsed]
 
     def untrusted_texts(self) -> list[tuple[Source, str]]:
         """The texts of content others wrote, each with its source (pointed to by the user or not)."""
+        if self._later:
+            self._catch_up()
         return [(source, text) for source, text, _ in self._texts if not source.trusted]
 
     @property
     def sources(self) -> list[tuple[Source, str]]:
         """Every text with its source, in the order seen (to persist a paused run)."""
+        if self._later:
+            self._catch_up()
         return [(source, text) for source, text, _ in self._texts]
 
     def sources_of(self, value: Any) -> list[Source]:
         """The sources ``value`` appears in as a whole value, each once, in the order seen. A list
         (or object) is found where every one of its scalar items is found; empty when any is not."""
+        if self._later:
+            self._catch_up()
         items = list(_scalars(value))
         if not items:
             return []
@@ -169,10 +195,12 @@ class Grounding:
         """``bool(sources_of(value))``, without collecting the sources: every scalar item of ``value``
         is found as a whole value in the texts seen. The texts are joined by newlines in one string, and
         a spelling (normalized: it holds no newline) is whole there exactly where it is whole in a text."""
+        if type(value) is str and value in self._found:  # texts are only ever added: found stays found
+            return True
+        if self._later:
+            self._catch_up()
         blob = self._blob
         if type(value) is str:  # the common identifier: one scalar, one spelling
-            if value in self._found:
-                return True
             if value != "" and _whole(_norm(value), blob):
                 self._found.add(value)
                 return True
@@ -183,11 +211,15 @@ class Grounding:
     @property
     def read_untrusted(self) -> bool:
         """Whether the run has seen any content others wrote."""
+        if self._later:
+            self._catch_up()
         return any(not source.trusted for source, _, _ in self._texts)
 
     def names_identifier(self, shape: str | None = None) -> bool:
         """Whether these sources hold a token that could be an identifier: one matching ``shape`` (a
         regular expression for the whole token) when given, else anything identifier-like."""
+        if self._later:
+            self._catch_up()
         scanned = self._scanned.get(shape, 0)
         if scanned < 0:
             return True

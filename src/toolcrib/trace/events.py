@@ -66,11 +66,13 @@ _SECOND: tuple[int, str] = (0, "")  # the last whole second formatted, and its t
 _MILLIS = tuple(f".{ms:03d}+00:00" for ms in range(1000))  # a format spec per event cost more than the rest
 
 
-def timestamp() -> str:
-    """``datetime.now(UTC).isoformat(timespec="milliseconds")``, formatting each second once: every
-    event is stamped, and most fall in the same second as the one before."""
+def timestamp(now: float | None = None) -> str:
+    """``datetime.now(UTC).isoformat(timespec="milliseconds")`` (of ``now``, a ``time.time()``, when
+    given), formatting each second once: every event is stamped, and most fall in the same second as
+    the one before."""
     global _SECOND
-    now = time.time()
+    if now is None:
+        now = time.time()
     second = int(now)
     cached = _SECOND
     if cached[0] != second:
