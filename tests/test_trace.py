@@ -289,3 +289,11 @@ def test_an_exporter_attached_mid_run_receives_the_events_from_then_on() -> None
                        None, 1.5, None)
     assert kept.events == tracer.events[-1:] and kept.events[0].step == 6
     assert kept.events[0].arguments == {"token": "[redacted]"} and kept.events[0].ms == 1.5
+
+
+def test_a_trace_file_holds_the_call_events_its_writer_built_redacted(tmp_path: Path) -> None:
+    tracer = _calls([JsonlExporter(tmp_path)])  # the writer builds the calls' events as it writes them
+    tracer.close()
+    path = tmp_path / f"{tracer.trace_id}.jsonl"
+    assert "sk-" not in path.read_text() and "Bearer" not in path.read_text()
+    assert read_events(path) == tracer.events and len(tracer.events) == 5
