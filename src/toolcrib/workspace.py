@@ -138,6 +138,7 @@ class Workspace:
     root: Path
     config: WorkspaceConfig
     _tools: list[Tool] = field(default_factory=list)
+    journal_traces: bool = False  # traces in one journal per process, not a file per trace (``toolcrib serve``)
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, template: str = "") -> Workspace:
@@ -558,7 +559,12 @@ class Workspace:
     @cached_property
     def trace_exporter(self) -> JsonlExporter:
         """The workspace's JSONL trace files: one exporter (one writer thread) for every run of this
-        workspace object, however many runners it builds (the service builds one per request)."""
+        workspace object, however many runners it builds (the service builds one per request); with
+        ``journal_traces``, this process's trace journal (``toolcrib.trace.journal``)."""
+        if self.journal_traces:
+            from toolcrib.trace.journal import JournalExporter
+
+            return JournalExporter(self.traces_dir)
         return JsonlExporter(self.traces_dir)
 
     def tracer_factory(self) -> Callable[[], Tracer]:

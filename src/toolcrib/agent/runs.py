@@ -1,8 +1,8 @@
 """Runs as records: who asked what, every event, the latest Answer, and the state of a run paused for
 approval, so it can be read back and resumed later, in another process or on another host.
 
-``FileRunStore`` keeps one JSON file per run (one host); ``PostgresRunStore`` one row per run, shared by
-every ``toolcrib serve`` process on the same ``[policy] dsn``.
+``FileRunStore`` keeps them in append-only journals, one per process (one host); ``PostgresRunStore``
+one row per run, shared by every ``toolcrib serve`` process on the same ``[policy] dsn``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import re
 import time
 from abc import ABC, abstractmethod
@@ -19,6 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from toolcrib.agent.run_journal import RunJournal
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Message, ToolCall
 from toolcrib.tools.grounding import Source
@@ -124,11 +126,7 @@ class RunStore(ABC):
         now = time.time()
 
         def merge(old: RunRecord | None) -> RunRecord:
-            if old is None:
-                return replace(segment, created_at=now, updated_at=now)
-            return replace(old, outcome=segment.outcome, answer=segment.answer, events=old.events + segment.events,
-                           traces=old.traces + [t for t in segment.traces if t not in old.traces],
-                           paused=segment.paused or old.paused, updated_at=now)
+            return replace(segment, created_at=now, updated_at=now) if old is None else _merge(old, segment, now)
 
         return self._update(segment.run_id, merge)
 
@@ -144,32 +142,65 @@ class RunStore(ABC):
 
 
 class FileRunStore(RunStore):
-    """One JSON file per run in a folder, written atomically, changed under a file lock."""
+    """Runs in a folder: each ask or resume appended as one line to this process's journal
+    (``RunJournal``, under ``journals/``), read back by merging a run's lines in the order they were
+    written; ``<run_id>.json`` files of earlier versions are read as a run's first segment."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.journal = RunJournal(directory / "journals")
 
     def _path(self, run_id: str) -> Path | None:
         return self.directory / f"{run_id}.json" if _RUN_ID.match(run_id) else None
 
+    def _file(self, path: Path) -> RunRecord | None:
+        try:
+            return RunRecord.from_dict(json.loads(path.read_bytes()))
+        except FileNotFoundError:
+            return None
+
     def get(self, run_id: str) -> RunRecord | None:
         path = self._path(run_id)
-        if path is None or not path.exists():
+        if path is None:
             return None
-        return RunRecord.from_dict(json.loads(path.read_bytes()))
+        self.journal.refresh()
+        return self._merged(run_id, self._file(path))
+
+    def _merged(self, run_id: str, record: RunRecord | None) -> RunRecord | None:
+        """``record`` (an earlier version's file) with the run's journal lines applied, oldest first."""
+        for segment in sorted(self.journal.index.get(run_id, ()), key=lambda s: s.at):
+            line = RunRecord.from_dict(orjson.loads(self.journal.read(segment)))
+            record = line if record is None or segment.whole else _merge(record, line, segment.at)
+        return record
 
     def for_user(self, user_id: str, *, limit: int = 50) -> list[RunRecord]:
-        if not self.directory.exists():
-            return []
-        paths = sorted(self.directory.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        out = []
-        for path in paths:
-            record = RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
-            if record.user_id == user_id:
+        self.journal.refresh()
+        latest = self.journal.latest(user_id)
+        out: list[RunRecord] = []
+        files = self.directory.glob("*.json") if self.directory.is_dir() else iter(())
+        for path in sorted(files, key=lambda p: p.stat().st_mtime, reverse=True):  # an earlier version's runs
+            record = self._file(path)
+            if record is not None and record.user_id == user_id and record.run_id not in latest:
                 out.append(record)
                 if len(out) >= limit:
                     break
-        return out
+        for run_id in sorted(latest, key=latest.__getitem__, reverse=True)[:limit]:
+            legacy = self._path(run_id)
+            found = self._merged(run_id, self._file(legacy) if legacy is not None else None)
+            if found is not None and found.user_id == user_id:
+                out.append(found)
+        return sorted(out, key=lambda r: r.updated_at, reverse=True)[:limit]
+
+    def record(self, segment: RunRecord) -> RunRecord:
+        """One line in this process's journal: no read, no lock (readers merge a run's lines)."""
+        if self._path(segment.run_id) is None:
+            raise ConfigError(f"'{segment.run_id}' is not a run id")
+        now = time.time()
+        line = replace(segment, created_at=now, updated_at=now)
+        earlier = self.journal.index.get(segment.run_id)  # a resume read its run's lines before it ran
+        self.journal.append(segment.run_id, segment.user_id, segment.tenant, now, False,
+                            json_bytes(line.to_dict()))
+        return line if not earlier else self.get(segment.run_id) or line
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -182,16 +213,23 @@ class FileRunStore(RunStore):
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     def _update(self, run_id: str, change: Callable[[RunRecord | None], RunRecord]) -> RunRecord:
-        path = self._path(run_id)
-        if path is None:
+        if self._path(run_id) is None:
             raise ConfigError(f"'{run_id}' is not a run id")
-        with self._locked():
+        with self._locked():  # against another _update; a segment recorded meanwhile is older or newer by time
             record = change(self.get(run_id))
-            tmp = path.with_name(f".{run_id}.tmp")
-            tmp.write_bytes(json_bytes(record.to_dict()))
-            os.replace(tmp, path)  # with the OS once replaced (a killed process loses nothing); not fsync'd
+            self.journal.append(run_id, record.user_id, record.tenant, time.time(), True,
+                                json_bytes(record.to_dict()))
         return record
 
+    def close(self) -> None:
+        self.journal.close()
+
+
+def _merge(old: RunRecord, segment: RunRecord, now: float) -> RunRecord:
+    """``old`` with one more ask or resume: its events added, its Answer, outcome and pause the latest."""
+    return replace(old, outcome=segment.outcome, answer=segment.answer, events=old.events + segment.events,
+                   traces=old.traces + [t for t in segment.traces if t not in old.traces],
+                   paused=segment.paused or old.paused, updated_at=now)
 
 
 _POSTGRES_SCHEMA = [

@@ -47,7 +47,11 @@ def _facts(event: Event) -> str:
 
 
 def render_trace(path: Path) -> None:
-    events = read_events(path)
+    render_events(read_events(path))
+
+
+def render_events(events: list[Event]) -> None:
+    """A recorded run as a readable timeline."""
     if not events:
         click.echo("(empty trace)")
         return

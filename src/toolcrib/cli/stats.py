@@ -18,8 +18,9 @@ from toolcrib.cli._support import controlled, open_workspace, workspace_option
 def stats_cmd(days: int | None, as_json: bool, workspace: Path | None) -> None:
     """Per day and per tool: tool calls vs direct answers, refusals, approvals, errors, latency."""
     from toolcrib.evals.stats import collect, render
+    from toolcrib.trace.journal import trace_files
 
     ws = open_workspace(workspace)
-    files = sorted(ws.traces_dir.glob("*.jsonl")) if ws.traces_dir.exists() else []
+    files = trace_files(ws.traces_dir)  # a file per trace, and the service's journals
     stats = collect(files, days=days)
     click.echo(json.dumps(stats, ensure_ascii=False) if as_json else render(stats))

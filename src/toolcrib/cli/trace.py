@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -17,20 +18,20 @@ from toolcrib.cli._support import controlled, open_workspace, workspace_option
 @controlled
 def trace_cmd(trace_id: str | None, last: bool, as_json: bool, workspace: Path | None) -> None:
     """Print a recorded run as a readable timeline."""
-    from toolcrib.cli._render import render_trace
+    from toolcrib.cli._render import render_events
     from toolcrib.errors import ConfigError
+    from toolcrib.trace.events import Event
+    from toolcrib.trace.journal import last_trace, trace_lines
 
     ws = open_workspace(workspace)
-    files = sorted(ws.traces_dir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime) if ws.traces_dir.exists() else []
     if last or not trace_id:
-        if not files:
+        trace_id = last_trace(ws.traces_dir)
+        if trace_id is None:
             raise ConfigError("no recorded runs yet; run `toolcrib ask` first", file=str(ws.traces_dir))
-        path = files[-1]
-    else:
-        path = ws.traces_dir / f"{Path(trace_id).name}.jsonl"
-        if not path.exists():
-            raise ConfigError(f"no trace '{trace_id}'", file=str(ws.traces_dir))
+    lines = trace_lines(ws.traces_dir, trace_id)  # its own file, or its lines in the service's journals
+    if not lines:
+        raise ConfigError(f"no trace '{trace_id}'", file=str(ws.traces_dir))
     if as_json:
-        click.echo(path.read_text(encoding="utf-8"), nl=False)
+        click.echo(b"".join(line + b"\n" for line in lines).decode("utf-8"), nl=False)
     else:
-        render_trace(path)
+        render_events([Event.from_dict(json.loads(line)) for line in lines])

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from toolcrib.errors import TraceFormatError
-from toolcrib.trace.events import EventKind
-from toolcrib.trace.tracer import read_events
+from toolcrib.trace.events import Event, EventKind
+from toolcrib.trace.journal import read_traces
 
 FALLING_RATE_EXPLANATION = (
     "The share of model decisions that end in a tool call fell. On unchanged traffic this is the sign "
@@ -72,12 +72,13 @@ def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date
     per_day: dict[str, _Day] = defaultdict(_Day)
     per_tool: dict[str, _ToolStats] = defaultdict(_ToolStats)
     skipped = 0
+    runs: list[list[Event]] = []
     for path in trace_files:
         try:
-            events = read_events(path)
+            runs.extend(read_traces(path))  # a trace's own file, or a journal of the service's traces
         except (OSError, TraceFormatError):
             skipped += 1
-            continue
+    for events in runs:
         if not events:
             continue
         start, end = _parse_at(events[0].at), _parse_at(events[-1].at)

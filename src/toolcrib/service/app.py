@@ -119,6 +119,7 @@ class Service:
 
     def __init__(self, ws: Workspace, model_spec: str | None = None) -> None:
         self.ws = ws
+        ws.journal_traces = True  # a run's trace lines appended to this process's journal, not a file of its own
         self.model_spec = model_spec
         cfg = ws.config.service
         self.store = service_store(ws)
