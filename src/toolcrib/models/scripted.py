@@ -12,10 +12,12 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -146,6 +148,29 @@ class ScriptedModel(Model):
             raise AssertionError(f"{self.remaining} scripted replies were never used")
 
 
+_MODULES: dict[tuple[str, str], ModuleType] = {}  # a function model's module, by target (and working folder)
+
+
+def _function_module(target: str) -> ModuleType:
+    """The module of a ``function:`` spec: a Python file (imported once per path) or an importable module."""
+    try:
+        if not target.endswith(".py"):
+            return importlib.import_module(target)
+        path = Path(target).resolve()
+        module_name = "toolcrib_model_" + hashlib.sha256(str(path).encode()).hexdigest()[:10]
+        module = sys.modules.get(module_name)
+        if module is None:
+            loader_spec = importlib.util.spec_from_file_location(module_name, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise ImportError(f"cannot import {path}")
+            module = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(module)
+            sys.modules[module_name] = module
+        return module
+    except (ImportError, OSError, SyntaxError) as exc:
+        raise ConfigError(f"cannot import the model function's module: {exc}", key="model") from None
+
+
 class FunctionModel(Model):
     """Wraps a plain function ``(messages, tools) -> Completion | str`` as a model.
 
@@ -189,22 +214,10 @@ class FunctionModel(Model):
         if not target or not name:
             raise ConfigError("the function model needs 'function:FILE.py:NAME' or 'function:MODULE:NAME'",
                               key="model")
-        try:
-            if target.endswith(".py"):
-                path = Path(target).resolve()
-                module_name = "toolcrib_model_" + hashlib.sha256(str(path).encode()).hexdigest()[:10]
-                module = sys.modules.get(module_name)
-                if module is None:
-                    loader_spec = importlib.util.spec_from_file_location(module_name, path)
-                    if loader_spec is None or loader_spec.loader is None:
-                        raise ImportError(f"cannot import {path}")
-                    module = importlib.util.module_from_spec(loader_spec)
-                    loader_spec.loader.exec_module(module)
-                    sys.modules[module_name] = module
-            else:
-                module = importlib.import_module(target)
-        except (ImportError, OSError, SyntaxError) as exc:
-            raise ConfigError(f"cannot import the model function's module: {exc}", key="model") from None
+        key = (target, os.getcwd() if target.endswith(".py") and not os.path.isabs(target) else "")
+        module = _MODULES.get(key)  # the service makes a model per run: finding the file cost it ~60 us a run
+        if module is None:
+            module = _MODULES[key] = _function_module(target)
         fn = getattr(module, name, None)
         if not callable(fn):
             raise ConfigError(f"'{name}' in {target} is not a function", key="model")
