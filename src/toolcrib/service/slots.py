@@ -46,6 +46,10 @@ class RunSlots:
             raise Busy(f"the server is busy: {self.running} runs in progress and {self.waiting} waiting",
                        status=503, retry_after=self._retry_after())
         self._users[user] += 1
+        if not self._free.locked():  # a slot is free: taken at once, without wait_for's task (~40 us a run)
+            await self._free.acquire()
+            self.running += 1
+            return
         self.waiting += 1
         try:
             await asyncio.wait_for(self._free.acquire(), timeout=self.wait_s)
