@@ -241,3 +241,51 @@ def test_in_loop_mode_a_grounded_small_model_only_decides_and_the_answer_is_writ
     decisions = [e.title for e in tracer.events if e.kind == EventKind.MODEL_DECISION]
     assert decisions[:2] == ["Model decides (round 1): lookup_stock", "Model decides (round 2): calls nothing more"]
     assert "5" in answer.text and "Not read" not in answer.text and answer.outcome == "answered"
+
+
+MANUAL = ("Calibrate the bench before each batch. Temperature channel C uses the reference probe PRB-100, a "
+          "four-wire platinum sensor rated from -50 to 250 degrees. It ships with a certificate and is replaced "
+          "every two years or after a drift of more than 0.2 degrees.")
+
+
+@tool(tags=("retrieval",))
+def search_manuals(query: str) -> dict[str, Any]:
+    """Search the instrument manuals."""
+    return {"passages": [{"citation": "bench-manual#c4", "title": "Bench manual", "section": "Calibration",
+                          "text": MANUAL}], "conflicts": [], "sufficient": True, "searched": query}
+
+
+def test_in_loop_mode_a_small_model_decides_from_the_gist_of_passages_and_answers_from_them_in_full() -> None:
+    search = {"tool_calls": [{"name": "search_manuals", "arguments": {"query": "channel C probe"}}]}
+    model = Deciding([search, "Not read.", "Channel C uses PRB-100, replaced every two years [1]."])
+    gate = Gate(Registry([search_manuals]), GroupPolicy({"support": ["search_manuals"]}))
+    settings = RunnerSettings(mode="loop", quote_answers=False)  # the model writes the answer
+    answer = Runner(model, gate, settings).ask("Which probe does channel C use?", ALICE)
+    round_two, final = model.requests[1][0], model.requests[2][0]
+    shown = next(m.content for m in round_two if m.role == "tool")
+    # the decision reads where the passage is, its first sentence and what it names; not the rest
+    assert "Bench manual" in shown and "before each batch" in shown and "also names: PRB-100" in shown
+    assert "four-wire" not in shown and "<tool_result" in shown  # still marked as data
+    assert any("four-wire" in m.content for m in final)  # the answer is written from the passage in full
+    assert "PRB-100" in answer.text and answer.outcome == "answered"
+
+
+
+@tool
+def lookup_part(part_number: Annotated[str, PART]) -> dict[str, Any]:
+    """What a part costs: its unit price."""
+    return {"found": True, "part_number": part_number, "unit_price": 47.9, "currency": "EUR"}
+
+
+def test_in_loop_mode_a_lookup_refused_for_an_invented_identifier_does_not_stop_the_lookups_code_adds() -> None:
+    invented = {"tool_calls": [{"name": "lookup_part", "arguments": {"part_number": "CH-C-PROBE"}}]}
+    search = {"tool_calls": [{"name": "search_manuals", "arguments": {"query": "channel C probe"}}]}
+    model = Deciding([invented, search, "Not read.", "Channel C uses PRB-100 [1], at EUR 47.9 [2]."])
+    gate = Gate(Registry([lookup_part, search_manuals]), GroupPolicy({"support": ["lookup_part", "search_manuals"]}))
+    tracer = Tracer()
+    runner = Runner(model, gate, RunnerSettings(mode="loop", quote_answers=False), tracer_factory=lambda: tracer)
+    runner.ask("Which probe does channel C use, and what does it cost?", ALICE)
+    refused = [e.arguments for e in tracer.events if e.kind == EventKind.CALL_REFUSED]
+    planned = [e.arguments for e in tracer.events if e.kind == EventKind.CALL_PROPOSED and e.decided_by == "code"]
+    assert refused == [{"part_number": "CH-C-PROBE"}]
+    assert planned == [{"part_number": "PRB-100"}]  # what the passage names, looked up by code as single mode does

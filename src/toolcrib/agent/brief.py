@@ -21,6 +21,7 @@ from typing import Any
 
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.retrieval.evidence import CONFLICT_NOTE, CitedPassage, Conflict, Evidence
+from toolcrib.text import SENTENCES, find_identifiers
 from toolcrib.tools.result import CallOutcome
 
 _LABELS = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")  # [1], [1, 2]
@@ -94,6 +95,32 @@ def evidence_brief(ledger: EvidenceLedger, outcomes: Sequence[CallOutcome]) -> B
             lines.append(_versions(conflict, brief.label))
     brief.text = "\n".join(lines)
     return brief
+
+
+_GIST_CHARS = 160  # of a passage, in a decision's digest: about its first sentence
+_RECORD_CHARS = 600  # of a record's JSON, in a decision's digest
+
+
+def result_digest(outcome: CallOutcome) -> str:
+    """``outcome`` as a decision of the aided loop reads it: each passage a search found by where it comes
+    from, its first sentence and the identifiers it names; any other result as JSON, cut at a few hundred
+    characters. Such a decision only chooses what to look up next (the answer is written from the whole
+    brief); the passages in full cost a small model on a CPU seconds of prompt evaluation every round."""
+    evidence = Evidence.from_payload(outcome.payload.get("data")) if outcome.ok else None
+    if evidence is None:
+        body = json.dumps(outcome.payload, ensure_ascii=False)
+        return outcome.for_model(body if len(body) <= _RECORD_CHARS else f"{body[:_RECORD_CHARS]} ... (cut)")
+    return outcome.for_model(replace(evidence, passages=tuple(replace(p, text=_gist(p.text))
+                                                              for p in evidence.passages)).to_text())
+
+
+def _gist(text: str) -> str:
+    """The start of ``text`` (its first sentence, at most ``_GIST_CHARS``), and the identifiers the rest names."""
+    first = SENTENCES.split(text.strip(), maxsplit=1)[0].strip()
+    if len(first) > _GIST_CHARS:
+        first = first[:_GIST_CHARS].rsplit(" ", 1)[0] + " ..."
+    named = [i for i in find_identifiers(text) if i not in first]
+    return f"{first} (also names: {', '.join(named)})" if named else first
 
 
 def _versions(conflict: Conflict, label: Callable[[str], str]) -> str:

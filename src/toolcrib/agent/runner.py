@@ -266,8 +266,10 @@ class Runner:
         """Loop mode, once: what single mode adds after its one decision, as soon as the run holds evidence
         (or when the model would answer without). Returns whether code added anything."""
         run.completed = True
-        if not all(o.effect == Effect.READ.value for o in run.made()):
-            return False  # a change was made or held: nothing is added around it
+        # by the tool's own effect: a lookup the gate refused before resolving it (an identifier from
+        # nowhere) has none on its outcome, and is no change
+        if any(self.calls.changes(o.call) for o in run.made()):
+            return False  # a change was made, held or refused: nothing is added around it
         made = run.calls
         await self.steps.run(Stage.GATHER, run, self.calls)
         await self.steps.run(Stage.COMPLETE, run, self.calls)
@@ -293,6 +295,7 @@ class Runner:
             run.rounds += 1
             # grounded, a small model's answer is written later from the evidence brief: here it only decides
             reply = self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})",
+                                   messages=self.strategy.decision_messages(run),
                                    decision_only=run.grounded and self.strategy.aided)
             if not reply.tool_calls:
                 if run.grounded or not self.settings.require_evidence:
