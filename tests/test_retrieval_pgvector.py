@@ -201,6 +201,22 @@ def test_a_hybrid_search_ranks_as_the_single_searches_do_and_reads_back_only_rea
         assert any("voltage" in p.chunk.text for p in found) and all(p.chunk.meta.access == ("lab",) for p in found)
 
 
+def test_a_text_search_reads_the_words_of_a_long_chunk_from_its_row(pg_dsn: str,
+                                                                    embedder: OnnxMiniLMEmbedder) -> None:
+    # a chunk of ~100 words with its vector: by default PostgreSQL would move the vector to the TOAST table
+    # and then the tsvector too, and every match of a text search would cost a TOAST read to rank
+    rng = np.random.default_rng(5)
+    words = [f"word{i}" for i in rng.integers(0, 50_000, 100)]
+    vector = rng.standard_normal((1, 384)).astype(np.float32)
+    with PgVectorIndex(pg_dsn, name="inline") as index:
+        index.apply(IndexChanges(settings=index_settings(embedder, FixedChunker()),
+                                 chunks=[Chunk(DocumentMeta("a", "A", "a.md", "h"), "c1", " ".join(words))],
+                                 vectors=vector / np.linalg.norm(vector), replace=["a"]))
+        assert index._run(lambda cur: cur.execute("SELECT pg_column_toast_chunk_id(tsv) IS NULL "
+                                                  "FROM inline_chunks").fetchone()[0]) is True
+        assert [h.chunk.meta.doc_id for h in index.search_text(words[7], ["lab"], 5)] == ["a"]
+
+
 def test_searches_of_an_index_not_created_yet_find_nothing(pg_dsn: str) -> None:
     with PgVectorIndex(pg_dsn, name="never_made") as index:
         vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
