@@ -12,7 +12,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Outcome
@@ -24,26 +24,17 @@ from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.state import Limits, Mode, RunnerSettings, RunState
 from toolcrib.agent.steps import Finish, Stage, Step, StepId, Steps
 from toolcrib.agent.strategy import strategy_for
+from toolcrib.agent.turns import ModelTurns
 from toolcrib.agent.sync import run_sync
 from toolcrib.errors import ConfigError, LimitExceeded, NotPermitted
-from toolcrib.models.base import (
-    Completion,
-    Decides,
-    HostedCall,
-    Message,
-    Model,
-    Prefillable,
-    ReaderScoped,
-    ToolCall,
-    ToolSpec,
-)
+from toolcrib.models.base import Message, Model, Prefillable, ToolCall
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.registry import tool_specs
 from toolcrib.tools.result import CallOutcome
 from toolcrib.tools.tool import Effect
-from toolcrib.trace.events import DecidedBy, EventKind
+from toolcrib.trace.events import EventKind
 from toolcrib.trace.tracer import TraceExporter, Tracer
 
 __all__ = ["Limits", "Mode", "Runner", "RunnerSettings"]
@@ -94,10 +85,10 @@ class Runner:
         self.tracer_factory = tracer_factory or Tracer
         self.runs = runs
         self.strategy = strategy_for(model, self.settings)
+        self._complete = ModelTurns(model, self.settings)
         self.calls = Calls(gate, self.settings, model.hosted_tools, complete=self._complete)
         self.steps = Steps(steps, self.settings, aided=self.strategy.aided)
         self._example_id = _example_id(gate)
-        self._scope_checked: tuple[Model | None, bool] = (None, False)  # (model, whether it is ReaderScoped)
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -436,56 +427,6 @@ class Runner:
                                        outcome, answer.to_dict(), [e.to_dict() for e in run.tracer.events],
                                        [run.tracer.trace_id], run.paused))
         return answer
-
-    # -- the model --------------------------------------------------------------------------------
-
-    def _complete(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
-                  tool_choice: Literal["auto", "none", "required"] = "auto",
-                  messages: list[Message] | None = None, max_tokens: int | None = None,
-                  decision_only: bool = False) -> Completion:
-        """Ask the model (``decision_only``: for calls, or for nothing more and no text, where it ``Decides``)."""
-        model = self.model
-        if model is not self._scope_checked[0]:  # a Protocol isinstance walks the protocol: once per model
-            self._scope_checked = (model, isinstance(model, ReaderScoped))
-        if self._scope_checked[1]:  # a provider that reads documents reads only the principal's
-            model = cast(ReaderScoped, model).for_reader(sorted(run.principal.groups))
-        messages = run.messages if messages is None else messages
-        if decision_only and specs and isinstance(model, Decides):
-            reply = model.decide(messages, specs)
-        else:
-            reply = model.complete(messages, specs or None, tool_choice=tool_choice,
-                                   max_tokens=max_tokens or self.settings.max_tokens)
-        run.tokens_in += reply.tokens_in
-        run.tokens_out += reply.tokens_out
-        if decided_by == "model":
-            run.model_decisions += 1
-        what = (", ".join(c.name for c in reply.tool_calls) if reply.tool_calls
-                else "answers directly" if reply.text or not decision_only else "calls nothing more")
-        detail = {"tool_calls": [c.to_dict() for c in reply.tool_calls]} if reply.tool_calls else {
-            "text": reply.text[:300]}
-        run.tracer.record(EventKind.MODEL_DECISION, f"{title}: {what}", decided_by=decided_by,
-                          status="tool_calls" if reply.tool_calls else "text", detail=detail,
-                          tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, ms=reply.ms)
-        for hosted in reply.hosted:
-            self._hosted(run, hosted)
-        if reply.cited:  # sources the reply's annotations name, as the provider returned them
-            run.evidence.add_sources(reply.cited)
-        for call in reply.tool_calls:  # whoever asked, the calls are the model's proposals
-            run.tracer.record(EventKind.CALL_PROPOSED, f"Proposed: {call.name}", decided_by="model",
-                              tool=call.name, call_id=call.id, arguments=dict(call.arguments))
-        return reply
-
-    def _hosted(self, run: RunState, call: HostedCall) -> None:
-        """A tool the provider decided on and ran itself: the gate never saw it, so it is recorded as the
-        provider's, and what it returned becomes citable evidence (never more than it returned)."""
-        cited = run.evidence.add_hosted(call)
-        results = [{"source": s.ref, "title": s.title, "text": s.text[:500]} for s in call.sources]
-        run.tracer.record(EventKind.CALL_EXECUTED if call.ok else EventKind.CALL_FAILED,
-                          f"Provider ran: {call.tool}", decided_by="provider", tool=call.tool, call_id=call.id,
-                          arguments=dict(call.arguments), status=call.status,
-                          error_code=None if call.ok else f"hosted_{call.status or 'failed'}", citations=cited,
-                          detail={"hosted": True, "results": results, "output": call.output[:2000]})
-
 
     def _limit_reached(self, run: RunState) -> str:
         limits = self.settings.limits
