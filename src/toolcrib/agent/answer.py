@@ -9,7 +9,7 @@ from typing import Any
 from toolcrib.retrieval.citations import Citation
 from toolcrib.trace.events import RunOutcome as Outcome
 
-__all__ = ["Answer", "Citation", "Outcome"]
+__all__ = ["Answer", "Citation", "Finish", "Outcome"]
 
 
 @dataclass
@@ -56,3 +56,13 @@ def _copied(value: Any) -> Any:
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 _CITATION_FIELDS = tuple(f.name for f in fields(Citation))
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How a step ends the run (or, at ``amend`` and ``note``, the draft it leaves)."""
+
+    text: str
+    outcome: Outcome = "answered"
+    code_wrote: bool = False  # the text is code's (a refusal, a quote): no claim check
+    abstained: bool = False

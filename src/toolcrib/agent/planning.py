@@ -7,10 +7,11 @@ import json
 import re
 
 from toolcrib.agent import prompts
+from toolcrib.agent.answer import Finish
 from toolcrib.agent.calls import Calls
 from toolcrib.agent.records import unanswered_by_query, unanswered_words
 from toolcrib.agent.state import RunState
-from toolcrib.agent.steps import Finish, Stage, Step, StepId
+from toolcrib.agent.steps import Step, StepId
 from toolcrib.models.base import Message, ToolCall
 from toolcrib.retrieval.excerpt import best_unit
 from toolcrib.retrieval.retriever import contains_exactly
@@ -27,7 +28,7 @@ class RegroundedLookup(Step):
     """A lookup by identifier refused because the model's identifier appears nowhere ("G7-001"), made
     again by code with the one identifier of that shape the request holds ("G7")."""
 
-    id, stage, aid, modes = StepId.REGROUNDED_LOOKUP, Stage.DECIDED, True, frozenset({"single"})
+    id, aid = StepId.REGROUNDED_LOOKUP, True
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         for i, outcome in enumerate(run.decided):
@@ -53,7 +54,7 @@ class PlannedLookups(Step):
     up); or a lookup whose description says it returns what the request asks and no result holds
     ("... and who is their supplier?"). In up to two rounds, at most two calls in all."""
 
-    id, stage, aid, setting = StepId.PLANNED_LOOKUPS, Stage.GATHER, True, "plan_lookups"
+    id, aid, setting = StepId.PLANNED_LOOKUPS, True, "plan_lookups"
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         two_asks = len(run.request.asks) > 1
@@ -111,7 +112,7 @@ class RequestedChange(Step):
     lookups found, offered that tool only. The proposal goes through the gate like any: held for a
     person's approval, and the run pauses with it."""
 
-    id, stage, aid, modes = StepId.REQUESTED_CHANGE, Stage.GATHER, True, frozenset({"single"})
+    id, aid = StepId.REQUESTED_CHANGE, True
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         if run.flagged or calls.complete is None or any(calls.changes(o.call) for o in run.outcomes):
@@ -154,7 +155,7 @@ class UnansweredSearch(Step):
     """The run's lookups found something, but not what two or more words of the request ask about: code
     searches the documents for it."""
 
-    id, stage, aid, setting = StepId.UNANSWERED_SEARCH, Stage.COMPLETE, True, "search_when_unanswered"
+    id, aid, setting = StepId.UNANSWERED_SEARCH, True, "search_when_unanswered"
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         if run.grounded and len(missing := self._unanswered(run, calls)) >= 2:
@@ -184,7 +185,7 @@ class PassageLookups(Step):
     asks for what that lookup returns and no result holds it: the identifiers of its shape in the
     passage unit that bears most on the request, not in the request and not looked up yet, at most two."""
 
-    id, stage, aid, setting = StepId.PASSAGE_LOOKUPS, Stage.COMPLETE, True, "plan_lookups"
+    id, aid, setting = StepId.PASSAGE_LOOKUPS, True, "plan_lookups"
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         passages = [p for p in run.evidence.passages.values() if p.trusted]

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from toolcrib.agent.answer import Answer, Citation, Finish
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.request import Request
 from toolcrib.agent.runs import PausedRun
@@ -65,7 +66,7 @@ class RunState:
     evidence: EvidenceLedger = field(default_factory=EvidenceLedger)
     outcomes: list[CallOutcome] = field(default_factory=list)
     decided: list[CallOutcome] = field(default_factory=list)  # single mode: the outcomes of the one decision
-    proposed: list[ToolCall] = field(default_factory=list)  # the model's calls about to run (``Stage.PROPOSED``)
+    proposed: list[ToolCall] = field(default_factory=list)  # the model's calls about to run (``nodes.Proposed``)
     rounds: int = 0
     calls: int = 0
     tokens_in: int = 0
@@ -76,6 +77,19 @@ class RunState:
     code_searched: bool = False
     paused: PausedRun | None = None
     request_flags: list[str] = field(default_factory=list)  # what the scanner flagged in the request itself
+    # where the run is in its graph (``pipeline.GRAPH``) and what its places hand on to each other
+    path: list[str] = field(default_factory=list)  # the places it went through, in order
+    reply: Completion | None = None  # the model's last decision
+    model_text: str = ""  # the model's text the answer (or the abstention) is made of, where it has one
+    set_aside: list[tuple[ToolCall, str]] = field(default_factory=list)  # calls to record as dropped, with why
+    approved: list[tuple[ToolCall, str]] = field(default_factory=list)  # a resumed run's calls, with their proposals
+    specs: list[ToolSpec] = field(default_factory=list)  # the tools last offered, as the model reads them
+    offered_at: int = -1  # ``calls`` when the tools were last offered
+    made_before: int = 0  # ``calls`` when code began adding what the model's calls left out
+    draft: Finish | None = None  # how the run ends, before its review
+    citations: list[Citation] = field(default_factory=list)  # the draft's citations, once reviewed
+    review_flags: list[str] = field(default_factory=list)  # what the review flagged in the draft
+    answer: Answer | None = None  # the run's answer, once recorded
 
     @property
     def question(self) -> str:
@@ -101,4 +115,5 @@ class Complete(Protocol):
 
     def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
                  tool_choice: Literal["auto", "none", "required"] = "auto",
-                 messages: list[Message] | None = None, max_tokens: int | None = None) -> Completion: ...
+                 messages: list[Message] | None = None, max_tokens: int | None = None,
+                 decision_only: bool = False) -> Completion: ...

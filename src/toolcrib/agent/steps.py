@@ -1,10 +1,11 @@
 """The answer path's code steps: each decision code makes in a run, with a stable id, behind one protocol.
 
-A step runs at one point of the run (its ``Stage``) and either does nothing, does something (a lookup,
-a search) or ends the run with a ``Finish`` (an answer code wrote, a refusal, an abstention); at
-``AMEND`` and ``NOTE`` it may rewrite the draft answer. Every step that acts records an event carrying its id
-(``Event.rule``), so traces, tests and evals select a decision by id, never by title. ``STEPS`` lists
-them all (``pipeline.py``), in the order they run; a workspace turns any of them off by id (``[workspace] steps_off``).
+A step runs where the run's graph places it (``pipeline.GRAPH``: which place of which mode) and either does
+nothing, does something (a lookup, a search) or ends the run with a ``Finish`` (an answer code wrote, a
+refusal, an abstention); at the ``amend`` and ``note`` places it may rewrite the draft answer. Every step that
+acts records an event carrying its id (``Event.rule``), so traces, tests and evals select a decision by id,
+never by title. ``STEPS`` (``pipeline.py``) holds them all; a workspace turns any of them off by id
+(``[workspace] steps_off``).
 Steps marked ``aid`` help a small model and run only under the aided answer strategy (``strategy.py``).
 The lookup-planning steps are in ``planning.py``.
 """
@@ -13,12 +14,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
 from toolcrib.agent import prompts
-from toolcrib.agent.answer import Outcome
+from toolcrib.agent.answer import Finish
 from toolcrib.agent.calls import Calls
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
 from toolcrib.agent.fit import WRITTEN_INPUT, invented_values
@@ -26,7 +27,7 @@ from toolcrib.agent.quotes import quoted_answer
 from toolcrib.agent.records import listing_answer, record_answer, table_answer, with_identifiers
 from toolcrib.agent.requested import requested_arguments
 from toolcrib.agent.smalltalk import small_talk_reply
-from toolcrib.agent.state import Mode, RunnerSettings, RunState
+from toolcrib.agent.state import RunnerSettings, RunState
 from toolcrib.errors import InvalidArguments, ModelFacingError
 from toolcrib.models.base import ToolCall
 from toolcrib.tools.tool import Effect
@@ -58,46 +59,16 @@ class StepId(StrEnum):
     CAPABILITIES_NOTE = "capabilities_note"  # the answer says which asked-for tools the user may not use
 
 
-class Stage(StrEnum):
-    """Where in a run a step runs."""
-
-    REQUEST = "request"  # before the model is asked
-    PROPOSED = "proposed"  # the model's calls, before they run (``RunState.proposed``)
-    DECIDED = "decided"  # single mode: the model's one decision ran
-    GATHER = "gather"  # the run's calls were lookups: code adds the ones left out (and a change asked after them)
-    RECORDS = "records"  # the answer may be the records looked up
-    COMPLETE = "complete"  # what the lookups left out of the request
-    SEARCH = "search"  # before the evidence rule: nothing found yet
-    ANSWER = "answer"  # before the answer is written
-    AMEND = "amend"  # the draft answer, before its citations are reviewed
-    NOTE = "note"  # the reviewed answer: what code adds to it
-
-
-_REWRITES = frozenset({Stage.AMEND, Stage.NOTE})  # stages whose steps rewrite the draft answer
-
-
-@dataclass(frozen=True)
-class Finish:
-    """How a step ends the run (or, at ``AMEND``, the draft it leaves)."""
-
-    text: str
-    outcome: Outcome = "answered"
-    code_wrote: bool = False  # the text is code's (a refusal, a quote): no claim check
-    abstained: bool = False
-
-
 class Step(ABC):
     """One code decision. ``setting``: the ``RunnerSettings`` flag that turns it on, if one does."""
 
     id: ClassVar[StepId]
-    stage: ClassVar[Stage]
     aid: ClassVar[bool] = False
-    modes: ClassVar[frozenset[Mode]] = frozenset({"single", "loop"})
     setting: ClassVar[str | None] = None
 
     @abstractmethod
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
-        """Act on ``run``; return how it ends (``AMEND``: the new draft), or None."""
+        """Act on ``run``; return how it ends (``amend``, ``note``: the new draft), or None."""
 
     def note(self, run: RunState, title: str, **detail: Any) -> None:
         """Record that this step decided."""
@@ -105,7 +76,7 @@ class Step(ABC):
 
 
 class SmallTalk(Step):
-    id, stage, setting = StepId.SMALL_TALK, Stage.REQUEST, "small_talk"
+    id, setting = StepId.SMALL_TALK, "small_talk"
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         if run.request.small_talk is None:  # the offer is computed only for a reply that names it
@@ -123,7 +94,7 @@ class RefusedRequest(Step):
     ("Set CH3 to 12 V", "Reserve -3 G7"): refused before the model is asked, with the tool's own reason,
     so no proposal that could never run is made or held for a person."""
 
-    id, stage = StepId.REFUSED_REQUEST, Stage.REQUEST
+    id = StepId.REFUSED_REQUEST
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         offer = run.cctx.offer
@@ -148,7 +119,7 @@ class InventedValues(Step):
     is set aside before it runs, recorded as dropped with the values: the run goes on as if the model
     had not chosen it, so a request no offered lookup fits is searched in the documents instead."""
 
-    id, stage = StepId.INVENTED_VALUES, Stage.PROPOSED
+    id = StepId.INVENTED_VALUES
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         kept = []
@@ -171,7 +142,7 @@ class RefusedChange(Step):
     invented arguments): the answer is the exact call, why, and that nothing changed. Not for a tool
     the user may not use: the capabilities note says so, and the run searches what they may read."""
 
-    id, stage, modes = StepId.REFUSED_CHANGE, Stage.DECIDED, frozenset({"single"})
+    id = StepId.REFUSED_CHANGE
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         decided = run.decided
@@ -193,7 +164,7 @@ class RecordAnswer(Step):
     (``records.table_answer``) or of one tool's short list (``records.listing_answer``), stated by code
     where the request asks for them."""
 
-    id, stage, aid, setting = StepId.RECORD_ANSWER, Stage.RECORDS, True, "record_answers"
+    id, aid, setting = StepId.RECORD_ANSWER, True, "record_answers"
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         if run.cctx.flags or not (text := self._records(run, calls) or self._table(run, calls)):
@@ -229,7 +200,7 @@ class DocumentSearch(Step):
     """When nothing the run did found anything, code searches the documents once with the request (the
     small model's commonest mistake is a lookup tool for a question about a document)."""
 
-    id, stage, setting = StepId.DOCUMENT_SEARCH, Stage.SEARCH, "search_when_nothing_found"
+    id, setting = StepId.DOCUMENT_SEARCH, "search_when_nothing_found"
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         if not run.evidence.useful:
@@ -241,7 +212,7 @@ class UnmentionedName(Step):
     """A name of two or more words the request asks about ("Northwind Labs"; not capitals such as
     "DROP TABLE") that nothing found mentions: what was found is about something else."""
 
-    id, stage = StepId.UNMENTIONED_NAME, Stage.ANSWER
+    id = StepId.UNMENTIONED_NAME
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         unmentioned = [n for n in run.evidence.unmentioned(run.request.names) if " " in n and not n.isupper()]
@@ -256,7 +227,7 @@ class QuotedAnswer(Step):
     """``quotes.quoted_answer`` when everything the run found is document passages, or the request asks
     what the documents say and the run found some; nothing flagged."""
 
-    id, stage, aid, setting = StepId.QUOTED_ANSWER, Stage.ANSWER, True, "quote_answers"
+    id, aid, setting = StepId.QUOTED_ANSWER, True, "quote_answers"
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         evidence = run.evidence
@@ -281,7 +252,7 @@ class NamedIdentifiers(Step):
     """A model's answer that names a record a tool found ("The Art of Electronics") but not its
     identifier gets it (``records.with_identifiers``)."""
 
-    id, stage = StepId.NAMED_IDENTIFIERS, Stage.AMEND
+    id = StepId.NAMED_IDENTIFIERS
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         if draft is None or draft.outcome != "answered" or draft.code_wrote:
@@ -299,7 +270,7 @@ class CapabilitiesNote(Step):
     """The request names tools that change something and are not available to this user: the answer
     says so (``capabilities.unavailable_asked``)."""
 
-    id, stage = StepId.CAPABILITIES_NOTE, Stage.NOTE
+    id = StepId.CAPABILITIES_NOTE
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         if draft is None or draft.outcome == "paused":
@@ -313,27 +284,27 @@ class CapabilitiesNote(Step):
 
 
 class Steps:
-    """The steps a runner runs, by stage: ``steps`` less those turned off by id or by their setting, and
-    the small-model aids unless the strategy is aided."""
+    """The steps a runner runs, by id: ``steps`` less those turned off by id or by their setting, and the
+    small-model aids unless the strategy is aided."""
 
     def __init__(self, steps: Sequence[Step], settings: RunnerSettings, *, aided: bool) -> None:
         self.off = settings.steps_off
-        on = [s for s in steps if s.id not in self.off and (aided or not s.aid)
-              and (s.setting is None or getattr(settings, s.setting))]
-        self._by_stage = {stage: [s for s in on if s.stage is stage] for stage in Stage}
+        self._on = {s.id: s for s in steps if s.id not in self.off and (aided or not s.aid)
+                    and (s.setting is None or getattr(settings, s.setting))}
 
     def enabled(self, step: StepId) -> bool:
         return step not in self.off
 
-    async def run(self, stage: Stage, run: RunState, calls: Calls, draft: Finish | None = None) -> Finish | None:
-        """Run the steps of ``stage`` in order: the first that ends the run ends it; at ``AMEND`` each
-        (and ``NOTE``) rewrites the draft in turn."""
-        for step in self._by_stage[stage]:
-            if run.mode not in step.modes:
-                continue
-            result = await step(run, calls, draft)
-            if stage in _REWRITES:
-                draft = result or draft
-            elif result is not None:
-                return result
-        return draft if stage in _REWRITES else None
+    async def first(self, ids: Sequence[StepId], run: RunState, calls: Calls) -> Finish | None:
+        """Run the steps ``ids`` names, in order, until one ends the run; how it ends, or None."""
+        for step_id in ids:
+            if (step := self._on.get(step_id)) is not None and (done := await step(run, calls, None)) is not None:
+                return done
+        return None
+
+    async def rewrite(self, ids: Sequence[StepId], run: RunState, calls: Calls, draft: Finish) -> Finish:
+        """Have each step ``ids`` names rewrite ``draft`` in turn; the draft they leave."""
+        for step_id in ids:
+            if (step := self._on.get(step_id)) is not None:
+                draft = await step(run, calls, draft) or draft
+        return draft

@@ -20,11 +20,12 @@ from datetime import date
 from typing import ClassVar
 
 from toolcrib.agent import prompts
+from toolcrib.agent.answer import Finish
 from toolcrib.agent.brief import evidence_brief, result_digest
 from toolcrib.agent.evidence import whole_sentences
 from toolcrib.agent.quotes import compared
 from toolcrib.agent.state import Complete, RunnerSettings, RunState
-from toolcrib.agent.steps import Finish, StepId
+from toolcrib.agent.steps import StepId
 from toolcrib.agent.today import today_line
 from toolcrib.models.base import Completion, Message, Model, ToolSpec
 from toolcrib.tools.registry import tool_specs

@@ -104,6 +104,7 @@ class Event:
     tokens_out: int = 0
     detail: Any = None
     rule: str | None = None  # the code step that decided (agent.steps.StepId), where one did
+    node: str | None = None  # the place of the run's graph it happened in (agent.pipeline.GRAPH)
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -240,18 +240,18 @@ class JsonlExporter(TraceExporter):
 
 
 # A call's event as recorded by ``Tracer.record_call``, before it is built: kind, title, decided_by,
-# trace_id, run_id, step, time.time(), tool, call_id, effect, arguments, status, proposal_id, ms, detail
+# trace_id, run_id, step, time.time(), tool, call_id, effect, arguments, status, proposal_id, ms, detail, node
 _Parts = tuple[EventKind, str, DecidedBy, str, str, int, float, str, str, str | None, dict[str, Any] | None,
-               str | None, str | None, float, Any]
+               str | None, str | None, float, Any, str | None]
 
 
 def _built(parts: _Parts) -> Event:
     """The event ``Tracer.record`` would have made of a call's parts: redacted, ``ms`` to the microsecond."""
     (kind, title, decided_by, trace_id, run_id, step, now, tool, call_id, effect, arguments, status, proposal_id, ms,
-     detail) = parts
+     detail, node) = parts
     return Event(kind, decided_by, title, trace_id, run_id, step, timestamp(now), int(ms * 1000 + 0.5) / 1000, tool,
                  call_id, effect, redact(arguments) if arguments is not None else None, status, None, proposal_id,
-                 None, 0, 0, redact(detail), None)
+                 None, 0, 0, redact(detail), None, node)
 
 
 class _Later:
@@ -290,6 +290,7 @@ class Tracer:
     def __init__(self, exporters: list[TraceExporter] | None = None, trace_id: str | None = None) -> None:
         self.trace_id = trace_id or new_trace_id()
         self.run_id = ""
+        self.node: str | None = None  # where the run is now (agent.pipeline.GRAPH): every event recorded carries it
         self.exporters = list(exporters or [])
         self._events: list[Event] = []
         self._parts: list[_Parts | _Later | Event] = []  # recorded after ``_events``, not all built yet
@@ -341,7 +342,7 @@ class Tracer:
             event = Event(kind, decided_by, title, self.trace_id, self.run_id, len(self._events) + len(parts) + 1,
                           timestamp(), int(ms * 1000 + 0.5) / 1000, tool, call_id, effect,
                           redact(arguments) if arguments is not None else None, status, error_code, proposal_id,
-                          citations, tokens_in, tokens_out, redact(detail), rule)
+                          citations, tokens_in, tokens_out, redact(detail), rule, self.node)
             (parts if parts else self._events).append(event)  # after the calls' events not built yet
             for exporter in self.exporters:
                 exporter.export(event)
@@ -355,7 +356,7 @@ class Tracer:
         and ``detail`` over: the caller must not change them afterwards."""
         with self._lock:
             parts = (kind, title, decided_by, self.trace_id, self.run_id, len(self._events) + len(self._parts) + 1,
-                     time.time(), tool, call_id, effect, arguments, status, proposal_id, ms, detail)
+                     time.time(), tool, call_id, effect, arguments, status, proposal_id, ms, detail, self.node)
             if not self.exporters:
                 self._parts.append(parts)
                 return
