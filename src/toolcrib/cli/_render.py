@@ -62,6 +62,7 @@ def render_events(events: list[Event]) -> None:
             cost += f" {e.tokens_in}→{e.tokens_out} tok"
         click.echo(f"{e.step:>3} {e.at[11:23]} ", nl=False)
         click.secho(f"{e.decided_by:<7}", fg=_COLOURS.get(e.decided_by, "white"), nl=False)
+        click.secho(f" {e.node or '':<9}", dim=True, nl=False)  # the place of the run's graph
         rule = f" [{e.rule}]" if e.rule else ""
         click.echo(f" {e.kind.value:<20} {e.title}{rule}{cost}")
         facts = _facts(e)
