@@ -3,6 +3,7 @@ the runs the scripted model drives go only the ways it declares."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,6 +29,7 @@ from toolcrib import (
 from toolcrib.agent.nodes import Edge
 from toolcrib.agent.pipeline import GRAPH, STEPS, mermaid
 from toolcrib.agent.runs import FileRunStore
+from toolcrib.agent.state import Mode
 from toolcrib.agent.steps import StepId
 from toolcrib.policy import SQLiteApprovalStore
 
@@ -51,7 +53,7 @@ LOOKUP = {"tool_calls": [{"name": "lookup_part", "arguments": {"part_number": "H
 RESERVE = {"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "HLV-2205", "quantity": 2}}]}
 
 
-def _run(replies: list[Any], question: str, mode: str, tmp_path: Path, *, small: bool = False,
+def _run(replies: list[Any], question: str, mode: Mode, tmp_path: Path, *, small: bool = False,
          **settings: Any) -> tuple[Answer, Tracer, Runner]:
     tracers: list[Tracer] = []
 
@@ -59,9 +61,10 @@ def _run(replies: list[Any], question: str, mode: str, tmp_path: Path, *, small:
         tracers.append(Tracer())
         return tracers[-1]
 
-    gate = Gate(Registry([lookup_part, reserve_stock]), GroupPolicy({"support": ["*"], "admin": ["*"]}, approvers={"reserve_stock": {"admin"}}),
-                approvals=SQLiteApprovalStore(tmp_path / "approvals.sqlite"))
-    runner = Runner(ScriptedModel(replies, small_model=small), gate, RunnerSettings(mode=mode, **settings),  # type: ignore[arg-type]
+    policy = GroupPolicy({"support": ["*"], "admin": ["*"]}, approvers={"reserve_stock": {"admin"}})
+    approvals = SQLiteApprovalStore(tmp_path / "approvals.sqlite")
+    gate = Gate(Registry([lookup_part, reserve_stock]), policy, approvals=approvals)
+    runner = Runner(ScriptedModel(replies, small_model=small), gate, RunnerSettings(mode=mode, **settings),
                     tracer_factory=tracer, runs=FileRunStore(tmp_path / "runs"))
     answer = runner.ask(question, USER)
     return answer, tracers[-1], runner
@@ -73,12 +76,12 @@ def _path(tracer: Tracer) -> list[str]:
     return list(finished[0].detail["path"])
 
 
-def _check(tracer: Tracer, mode: str) -> list[str]:
+def _check(tracer: Tracer, mode: Mode) -> list[str]:
     """The run went only the table's ways, and each step that acted did so at a place the table gives it."""
-    places = GRAPH[mode].places  # type: ignore[index]
+    places = GRAPH[mode].places
     path = _path(tracer)
-    for here, there in zip(path, path[1:], strict=False):
-        assert there in places[here].edges.values() or there == GRAPH[mode].stopped, (here, there)  # type: ignore[index]
+    for here, there in itertools.pairwise(path):
+        assert there in places[here].edges.values() or there == GRAPH[mode].stopped, (here, there)
     assert path[-1] == "record"
     placed = {s.id for s in STEPS}
     for event in tracer.events:
@@ -95,8 +98,8 @@ def _check(tracer: Tracer, mode: str) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["single", "loop"])
-def test_the_table_is_whole(mode: str) -> None:
-    graph = GRAPH[mode]  # type: ignore[index]
+def test_the_table_is_whole(mode: Mode) -> None:
+    graph = GRAPH[mode]
     places = graph.places
     for name, place in places.items():
         assert all(target in places for target in place.edges.values()), name
@@ -119,11 +122,11 @@ def test_every_step_has_a_place_and_single_mode_steps_only_single_mode() -> None
 
 
 @pytest.mark.parametrize("mode", ["single", "loop"])
-def test_the_docs_draw_the_table(mode: str) -> None:
+def test_the_docs_draw_the_table(mode: Mode) -> None:
     text = DOCS.read_text(encoding="utf-8")
     drawn = re.search(rf"<!-- graph:{mode} -->\n```mermaid\n(.*?)\n```\n<!-- /graph -->", text, re.S)
     assert drawn is not None, f"docs/concepts/modes.md has no graph:{mode} block"
-    assert drawn.group(1) == mermaid(mode), "the diagram differs from the table: run scripts/draw_graph.py"  # type: ignore[arg-type]
+    assert drawn.group(1) == mermaid(mode), "the diagram differs from the table: run scripts/draw_graph.py"
 
 
 # -- runs --------------------------------------------------------------------------------------------
