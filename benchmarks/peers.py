@@ -1,6 +1,6 @@
 """toolcrib next to its peers: the same tool call and the same one-tool run, with fake models, per call.
 
-    python benchmarks/peers.py [--calls 5000] [--runs 1000] [--passes 2] [--no-install]
+    python benchmarks/peers.py [--calls 5000] [--runs 1000] [--passes 2] [--no-install] [--baseline DIR]
 
 Run it with the project's python (.venv/bin/python). The peers (OpenAI Agents SDK, PydanticAI, LangGraph
 with langchain-core, smolagents, LlamaIndex) live in their own venv, ``benchmarks/.peers-venv``, which this
@@ -33,6 +33,9 @@ a pass, and with figure 2.
 
 Every iteration is checked outside the timed span (the tool ran, the result or answer holds $52.00) and
 the tool's invocation count must equal the iterations: a figure that measured nothing fails loudly.
+``--baseline DIR`` (a checkout of another toolcrib version, e.g. ``git worktree add DIR <commit>``) measures
+that version too, in each pass right after this one, with its own worker (``DIR/benchmarks/peers.py``) and
+its own sources first on the path: the before/after of a change in the same run (``toolcrib_over_base_p50``).
 Prints a table (figure x framework, toolcrib/peer ratio within a pass), the load average, and ends with
 one JSON line of all figures, per pass, with the frameworks' versions. A figure a framework cannot
 produce is null with a reason, never dropped. Only same-run ratios mean anything on a shared machine.
@@ -65,6 +68,7 @@ PEERS_VENV = Path(__file__).with_name(".peers-venv")
 PEERS = ("openai_agents", "pydantic_ai", "langgraph", "smolagents", "llamaindex")
 FRAMEWORKS = ("toolcrib", *PEERS)
 FIGURES = ("agent_run", "read_call_async", "read_call_sync", "sync_api_overhead")
+BASE = "toolcrib_base"  # --baseline: another toolcrib version's figures, measured in the same passes
 INLINE = "read_call_sync_inline"  # toolcrib only: figure 3 with the def tool declared inline=True
 DISTRIBUTIONS = {"toolcrib": ("toolcrib", "pydantic"), "openai_agents": ("openai-agents", "openai", "pydantic"),
                  "pydantic_ai": ("pydantic-ai-slim", "pydantic"), "langgraph": ("langgraph", "langchain-core"),
@@ -647,15 +651,19 @@ def ensure_peers_venv(venv: Path, install: bool) -> Path:
     return python
 
 
-def call_worker(python: Path | str, framework: str, calls: int, runs: int, timeout_s: float) -> dict[str, Any]:
-    """Run one framework's measurements in a subprocess of ``python``; its last stdout line is its JSON."""
-    command = [str(python), str(Path(__file__).resolve()), "--worker", framework, "--json",
+def call_worker(python: Path | str, framework: str, calls: int, runs: int, timeout_s: float,
+                checkout: Path = ROOT) -> dict[str, Any]:
+    """Run one framework's measurements in a subprocess of ``python`` (toolcrib's: that of ``checkout``, its
+    worker and its sources); its last stdout line is its JSON."""
+    command = [str(python), str(checkout / "benchmarks" / "peers.py"), "--worker", framework, "--json",
                "--calls", str(calls), "--runs", str(runs)]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OTEL_SDK_DISABLED": "true",
            "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false", "OPENAI_AGENTS_DISABLE_TRACING": "1"}
+    if checkout != ROOT:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout / "src"), env.get("PYTHONPATH", "")) if p)
     reason = ""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=ROOT)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=checkout)
         lines = done.stdout.strip().splitlines()
         if done.returncode == 0 and lines:
             result: dict[str, Any] = json.loads(lines[-1])
@@ -722,10 +730,20 @@ def drive(args: argparse.Namespace) -> None:
             print(f"pass {index + 1}: {framework} ...", flush=True)
             results[framework] = call_worker(interpreter, framework, args.calls, args.runs, args.timeout)
             versions[framework] = results[framework]["versions"] or versions.get(framework, {})
+            if framework == "toolcrib" and args.baseline is not None:
+                print(f"pass {index + 1}: toolcrib at {args.baseline} ...", flush=True)
+                results[BASE] = call_worker(args.project_python, "toolcrib", args.calls, args.runs, args.timeout,
+                                            args.baseline.resolve())
         ratios = {figure: {peer: _ratio(results["toolcrib"]["figures"][figure], results[peer]["figures"][figure])
                            for peer in PEERS} for figure in FIGURES}
         print_pass(index, results, ratios)
-        passes.append({"order": order, "figures": {f: {n: results[n]["figures"][f] for n in FRAMEWORKS}
+        extra: dict[str, Any] = {}
+        if BASE in results:
+            extra = {BASE: results[BASE]["figures"], "toolcrib_over_base_p50": {
+                f: _ratio(results["toolcrib"]["figures"][f], results[BASE]["figures"][f]) for f in (*FIGURES, INLINE)}}
+            print("toolcrib / the baseline, p50: " + ", ".join(
+                f"{f} x{r:.2f}" for f, r in extra["toolcrib_over_base_p50"].items() if r is not None))
+        passes.append({**extra, "order": order, "figures": {f: {n: results[n]["figures"][f] for n in FRAMEWORKS}
                                                    for f in FIGURES},
                        "toolcrib_over_peer_p50": ratios,
                        "toolcrib_extra": {INLINE: results["toolcrib"]["figures"].get(INLINE),
@@ -753,6 +771,7 @@ def main() -> None:
     parser.add_argument("--no-install", action="store_true", help="use the peers' venv as it is")
     parser.add_argument("--project-python", default=sys.executable, help="the python toolcrib runs in")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per worker before it is given up")
+    parser.add_argument("--baseline", type=Path, help="a checkout of another toolcrib, measured beside this one")
     parser.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = _quick.parse(parser, calls=200, runs=50)
