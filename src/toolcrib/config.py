@@ -41,10 +41,28 @@ class WorkspaceSection(_Section):
         return self
 
 
+class ModelProfileSection(_Section):
+    """``[model.profile]``: what the workspace says about its model, over what its backend and name give
+    (``toolcrib.models.profile.ModelProfile``); a field left out keeps the resolved value."""
+
+    answer: Literal["aided", "native"] | None = None  # aided: the small-model steps and the evidence brief
+    tools: bool | None = None
+    parallel_calls: bool | None = None
+    strict_schemas: bool | None = None
+    prompt_format: Literal["api", "text_calls", "json_list"] | None = None
+    answer_tokens_per_ask: int | None = Field(None, gt=0)
+    answer_max_tokens: int | None = Field(None, gt=0)
+
+    def overrides(self) -> dict[str, Any]:
+        """The fields the table sets."""
+        return {name: value for name, value in self.model_dump().items() if value is not None}
+
+
 class ModelSection(_Section):
     spec: str = "local"
     settings: dict[str, Any] = Field(default_factory=dict)
     max_tokens: int = Field(400, gt=0)
+    profile: ModelProfileSection = Field(default_factory=ModelProfileSection)
 
 
 class ToolsSection(_Section):

@@ -24,8 +24,8 @@ from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.state import Limits, Mode, RunnerSettings, RunState
 from toolcrib.agent.steps import Finish, Stage, Step, StepId, Steps
 from toolcrib.agent.strategy import strategy_for
-from toolcrib.agent.turns import ModelTurns
 from toolcrib.agent.sync import run_sync
+from toolcrib.agent.turns import ModelTurns
 from toolcrib.errors import ConfigError, LimitExceeded, NotPermitted
 from toolcrib.models.base import Message, Model, Prefillable, ToolCall
 from toolcrib.policy.principal import Principal
@@ -86,7 +86,7 @@ class Runner:
         self.runs = runs
         self.strategy = strategy_for(model, self.settings)
         self._complete = ModelTurns(model, self.settings)
-        self.calls = Calls(gate, self.settings, model.hosted_tools, complete=self._complete)
+        self.calls = Calls(gate, self.settings, model.profile.hosted_tools, complete=self._complete)
         self.steps = Steps(steps, self.settings, aided=self.strategy.aided)
         self._example_id = _example_id(gate)
 
@@ -196,15 +196,15 @@ class Runner:
         specs = self.calls.offer(run)
         if (done := await self.steps.run(Stage.REQUEST, run, self.calls)) is not None:
             return await self._end(run, done)
-        first = self._complete(run, specs, decided_by="model", title="Model decides")
+        first = await self._complete(run, specs, decided_by="model", title="Model decides")
         if not first.tool_calls:
             if run.grounded or not self.settings.require_evidence:
                 return await self._answer(run, first.text)
             if not self.steps.enabled(StepId.EVIDENCE_REMINDER):
                 return await self._final(run, model_text=first.text)
             self._remind(run, first.text, "a direct answer with no tool result or passage behind it is not accepted")
-            first = self._complete(run, specs, decided_by="code", title="Re-ask with evidence reminder",
-                                   tool_choice="required")
+            first = await self._complete(run, specs, decided_by="code", title="Re-ask with evidence reminder",
+                                         tool_choice="required")
             if not first.tool_calls:
                 return await self._final(run, model_text=first.text)
         calls, dropped = self._decided_calls(first.tool_calls)
@@ -285,9 +285,9 @@ class Runner:
                 return await self._end(run, done)
             run.rounds += 1
             # grounded, a small model's answer is written later from the evidence brief: here it only decides
-            reply = self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})",
-                                   messages=self.strategy.decision_messages(run),
-                                   decision_only=run.grounded and self.strategy.aided)
+            reply = await self._complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})",
+                                         messages=self.strategy.decision_messages(run),
+                                         decision_only=run.grounded and self.strategy.aided)
             if not reply.tool_calls:
                 if run.grounded or not self.settings.require_evidence:
                     if not run.completed and await self._complete_evidence(run):
@@ -351,7 +351,7 @@ class Runner:
         if (done := await self.steps.run(Stage.ANSWER, run, self.calls)) is None:
             if run.cctx.offer is None:  # a resumed run: the native conversation's tools are offered again
                 self.calls.offer(run)
-            done = self.strategy.answer(run, self._complete)
+            done = await self.strategy.answer(run, self._complete)
             if done.outcome == "answered" and not done.code_wrote:
                 return await self._answer(run, done.text)
         return await self._end(run, done)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from toolcrib.errors import ConfigError, LimitExceeded, ModelUnavailable
-from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolChoice, ToolSpec
+from toolcrib.models.base import Completion, Message, ModelProfile, ModelSettings, SyncModel, ToolCall, ToolSpec
 from toolcrib.models.prompt_cache import PromptCache
 from toolcrib.models.weights import MODEL_FILENAME, MODEL_SHA256, ProgressCallback, cache_dir, ensure_model_file
 
@@ -120,13 +120,14 @@ def clear_engine_cache() -> None:
 atexit.register(clear_engine_cache)
 
 
-class LocalModel(Model):
-    """Qwen2.5-Coder-1.5B-Instruct Q4_K_M in-process via llama.cpp; weights load on first use."""
+class LocalModel(SyncModel):
+    """Qwen2.5-Coder-1.5B-Instruct Q4_K_M in-process via llama.cpp; weights load on first use.
 
-    supports_tools = True
-    supports_parallel_calls = True
-    supports_strict = True
-    small_model = True  # demo multi-hop in loop mode: 6 of 10 from its own answers, 8 of 10 from the brief
+    A reply holds the thread for seconds of CPU: ``complete`` runs it in a worker thread (``SyncModel``).
+    Any GGUF it runs gets the aided answer path (``local:PATH.gguf`` is a small model on a CPU too)."""
+
+    profile = ModelProfile(answer="aided", parallel_calls=True, strict_schemas=True, prompt_format="json_list")
+    blocking = True
     name = DEFAULT_NAME
 
     def __init__(
@@ -149,7 +150,7 @@ class LocalModel(Model):
         self.n_threads = n_threads
         self.n_threads_batch = n_threads_batch
         self.seed = seed
-        self.max_tokens = max_tokens
+        self.settings = ModelSettings(max_tokens=max_tokens, temperature=0.0)
         self.cache_dir = cache_dir
         self.progress = progress
         self.name = DEFAULT_NAME if self.model_path is None else f"local:{self.model_path.stem}"
@@ -176,35 +177,23 @@ class LocalModel(Model):
         """Load the weights now (assembling them on first use); return the load time in ms (0 if loaded before)."""
         return self._load()[1]
 
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
-        return self._reply(messages, tools, tool_choice, max_tokens, temperature)
-
-    def decide(self, messages: list[Message], tools: list[ToolSpec]) -> Completion:
-        """``Decides``: calls, or an empty answer, written under a grammar whose answer branch holds no text.
-        The choice between them is made at the same token as in ``complete``; only the writing is saved."""
-        return self._reply(messages, tools, "auto", None, None, answer=False)
-
-    def _reply(self, messages: list[Message], tools: list[ToolSpec] | None, tool_choice: ToolChoice,
-               max_tokens: int | None, temperature: float | None, *, answer: bool = True) -> Completion:
+    def complete_sync(self, messages: list[Message], tools: list[ToolSpec] | None,
+                      settings: ModelSettings) -> Completion:
+        """The reply under a grammar when tools are offered. ``decision_only``: calls, or an empty answer,
+        written under a grammar whose answer branch holds no text (the choice between them is made at the
+        same token as with text; only the writing is saved)."""
         engine, _ = self._load()
-        offered = list(tools or []) if tool_choice != "none" else []
-        chat = _render_messages(messages, offered, required=tool_choice == "required")
+        offered = list(tools or []) if settings.offered(tools) else []
+        required = settings.choice == "required"
+        chat = _render_messages(messages, offered, required=required)
         kwargs: dict[str, Any] = {
             "messages": chat,
-            "temperature": 0.0 if temperature is None else temperature,
-            "max_tokens": max_tokens or self.max_tokens,
+            "temperature": 0.0 if settings.temperature is None else settings.temperature,
+            "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
             "seed": self.seed,
         }
         if offered:
-            kwargs["grammar"] = _grammar(_decision_schema_text(offered, tool_choice == "required", answer))
+            kwargs["grammar"] = _grammar(_decision_schema_text(offered, required, not settings.decision_only))
         started = time.perf_counter()
         try:
             with engine.lock:
