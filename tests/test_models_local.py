@@ -156,15 +156,15 @@ def test_a_question_about_two_orders_gets_two_calls_in_one_decision(model: Local
 
 
 def test_a_list_of_calls_is_read_one_by_one_and_a_cut_one_is_marked_malformed() -> None:
-    from toolcrib.models.local import _parse_decision
+    from toolcrib.models.decision import parse_decision
 
-    text, calls = _parse_decision('[{"tool": "lookup_part", "arguments": {"part_number": "A-1"}}, '
+    text, calls = parse_decision('[{"tool": "lookup_part", "arguments": {"part_number": "A-1"}}, '
                                   '{"tool": "get_order_status", "arguments": {"order_id": "ORD-1')
     assert text == "" and [(c.name, c.arguments, c.parse_error is None) for c in calls] == [
         ("lookup_part", {"part_number": "A-1"}, True), ("get_order_status", {}, False)]
     assert calls[1].parse_error is not None and "cut off" in calls[1].parse_error
-    assert _parse_decision('[{"answer": "Hello."}]') == ("Hello.", ())
-    assert _parse_decision('[{"answer": "Hello, I was cut') == ("Hello, I was cut", ())
+    assert parse_decision('[{"answer": "Hello."}]') == ("Hello.", ())
+    assert parse_decision('[{"answer": "Hello, I was cut') == ("Hello, I was cut", ())
 
 
 @pytest.mark.slow
@@ -207,7 +207,7 @@ def test_pydantic_schemas_with_defs_and_unsupported_keywords_become_a_strict_gra
 
     from pydantic import BaseModel, Field
 
-    from toolcrib.models.local import _decision_schema_text, _grammar
+    from toolcrib.models.decision import decision_schema_text, grammar
 
     class Priority(str, Enum):
         low = "low"
@@ -224,10 +224,10 @@ def test_pydantic_schemas_with_defs_and_unsupported_keywords_become_a_strict_gra
         ship_to: Address | None = None
 
     spec = ToolSpec("reserve", "Reserve stock.", Arguments.model_json_schema())
-    gbnf: str = _grammar(_decision_schema_text([spec], False))._grammar
+    gbnf: str = grammar(decision_schema_text([spec], False))._grammar
     assert '"\\"reserve\\""' in gbnf and '"\\"high\\""' in gbnf and '"\\"city\\""' in gbnf
     assert "answer" in gbnf
-    assert "answer" not in _grammar(_decision_schema_text([spec], True))._grammar
+    assert "answer" not in grammar(decision_schema_text([spec], True))._grammar
     assert '"99"' in gbnf and '"100"' not in gbnf  # quantity: 1 to 99, the bounds a grammar now holds
 
 
