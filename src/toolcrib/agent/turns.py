@@ -28,11 +28,9 @@ class ModelTurns:
         if self._scoped:  # a provider that reads documents reads only the principal's
             model = cast(ReaderScoped, model).for_reader(sorted(run.principal.groups))
         messages = run.messages if messages is None else messages
-        if decision_only and specs:  # a decision alone: the model's own cap (no answer text to bound)
-            settings = ModelSettings(decision_only=True)
-        else:
-            settings = self.run_settings.resolve(ModelSettings(tool_choice=tool_choice, max_tokens=max_tokens))
-        reply = await model.complete(messages, specs or None, settings)
+        asked = ModelSettings(tool_choice=tool_choice, max_tokens=max_tokens,
+                              decision_only=decision_only and bool(specs))
+        reply = await model.complete(messages, specs or None, self.run_settings.resolve(asked))
         run.tokens_in += reply.tokens_in
         run.tokens_out += reply.tokens_out
         if decided_by == "model":

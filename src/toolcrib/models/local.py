@@ -175,10 +175,12 @@ class LocalModel(SyncModel):
         offered = list(tools or []) if settings.offered(tools) else []
         required = settings.choice == "required"
         chat = _render_messages(messages, offered, required=required)
+        # a decision alone writes no answer text to bound: its calls get the model's own cap
+        cap = self.settings.max_tokens if settings.decision_only and offered else settings.max_tokens
         kwargs: dict[str, Any] = {
             "messages": chat,
             "temperature": 0.0 if settings.temperature is None else settings.temperature,
-            "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
+            "max_tokens": cap or DEFAULT_MAX_TOKENS,
             "seed": self.seed,
         }
         if offered:

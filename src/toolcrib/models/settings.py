@@ -21,7 +21,8 @@ class ModelSettings:
 
     ``decision_only`` asks for calls alone, or for a reply with no text that calls nothing more: the
     runner asks so where code writes the answer anyway; a backend that cannot write a decision without
-    its text ignores it (the embedded model honours it: a small model on a CPU writes ~15 tokens a second).
+    its text ignores it (the embedded model honours it, its calls bounded by its own ``max_tokens``: a small
+    model on a CPU writes ~15 tokens a second, so an answer nobody reads costs seconds).
     """
 
     max_tokens: int | None = None
