@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import _quick  # benchmarks/_quick.py: --quick
 
-from toolcrib.models.base import Completion, Message, Model, ToolSpec
+from toolcrib.agent.sync import run_sync
+from toolcrib.models.base import Completion, Message, Model, ModelSettings, ToolSpec
 from toolcrib.models.local import LocalModel
 from toolcrib.models.weights import ensure_model_file
 
@@ -96,9 +97,10 @@ class _Recording(Model):
         self.evaluated: list[tuple[int, float]] = []  # per call: prompt tokens really evaluated, eval ms
         _count_evaluations()
 
-    def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None, **kwargs: Any) -> Completion:
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None,
+                       settings: ModelSettings | None = None) -> Completion:
         before = _EVALUATED.copy()
-        reply = self.inner.complete(messages, tools, **kwargs)
+        reply = await self.inner.complete(messages, tools, settings)
         # every eval() call but one per generated token is prompt evaluation
         tokens = _EVALUATED["tokens"] - before["tokens"] - max(0, reply.tokens_out - 1)
         self.evaluated.append((int(tokens), _EVALUATED["ms"] - before["ms"]))
@@ -302,7 +304,7 @@ def main() -> None:
     tokens_out: list[int] = []
     prompts = PROMPTS[: args.prompts]
     for question, want_tool, want_args in prompts:
-        reply = model.complete([Message("user", question)], TOOLS)
+        reply = run_sync(model.complete([Message("user", question)], TOOLS))
         latencies.append(reply.ms)
         tokens_in.append(reply.tokens_in)
         tokens_out.append(reply.tokens_out)

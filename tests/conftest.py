@@ -15,9 +15,9 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from toolcrib.models import openai
+    from toolcrib.models import network
 
-    openai.ALLOW_NETWORK = False  # only loopback servers may be contacted from tests
+    network.ALLOW_NETWORK = False  # only loopback servers may be contacted from tests
 
 
 @pytest.fixture(scope="session", autouse=True)

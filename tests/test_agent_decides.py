@@ -23,9 +23,12 @@ from toolcrib import (
 )
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.steps import StepId
-from toolcrib.models.base import Completion, Message, ToolCall, ToolSpec
+from toolcrib.models.base import Completion, Message, ModelSettings, ToolCall, ToolSpec
+from toolcrib.models.profile import ModelProfile
 from toolcrib.policy.scanner import PatternScanner
 from toolcrib.tools.result import CallOutcome
+
+AIDED = ModelProfile(answer="aided")  # the embedded model's answer path
 
 PART = Identifier(shape=r"[A-Z]+\d*(?:-\d+)?")
 RESERVED: list[tuple[str, int]] = []
@@ -63,7 +66,7 @@ POLICY = GroupPolicy({"support": ["lookup_stock", "reserve_stock", "query_archiv
 
 
 def run(replies: list[Any], question: str, principal: Principal = ALICE) -> tuple[Any, ScriptedModel, Tracer]:
-    model = ScriptedModel(replies, small_model=True)
+    model = ScriptedModel(replies, profile=AIDED)
     gate = Gate(Registry([lookup_stock, reserve_stock, query_archived_reading, live_read_temperature]), POLICY,
                 scanner=PatternScanner())
     tracer = Tracer()
@@ -155,14 +158,14 @@ def count_contracts(region: str) -> dict[str, Any]:
 
 def test_a_small_query_result_is_stated_by_code_without_a_final_model_call() -> None:
     model = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "non-EU"}}]}],
-                          small_model=True)
+                          profile=AIDED)
     gate = Gate(Registry([count_contracts]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate).ask("How many non-EU contracts are there, and what is their total value?", ALICE)
     assert answer.text == ("Query result ('non-EU' read as 'non-EU (all)'): contract_count 4; total_value 449900 "
                            "[count_contracts#1].")
     assert len(model.requests) == 1 and [c.id for c in answer.citations] == ["count_contracts#1"]
     why = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "EU"}}]},
-                         "Four, because ... [count_contracts#1]."], small_model=True)
+                         "Four, because ... [count_contracts#1]."], profile=AIDED)
     Runner(why, gate).ask("Why are there only 4 non-EU contracts?", ALICE)
     assert len(why.requests) == 2  # a why question goes to the model
 
@@ -218,15 +221,18 @@ def test_a_change_the_gate_refuses_is_reported_by_code_with_the_exact_call_and_n
 
 
 class Deciding(ScriptedModel):
-    """A scripted model with the ``Decides`` capability: a decision's answer comes back with no text."""
+    """A scripted model that honours ``decision_only``: a decision's answer comes back with no text."""
 
     def __init__(self, replies: list[Any]) -> None:
-        super().__init__(replies, small_model=True)
+        super().__init__(replies, profile=AIDED)
         self.decisions = 0
 
-    def decide(self, messages: list[Message], tools: list[ToolSpec]) -> Completion:
+    def complete_sync(self, messages: list[Message], tools: list[ToolSpec] | None,
+                      settings: ModelSettings) -> Completion:
+        reply = super().complete_sync(messages, tools, settings)
+        if not settings.decision_only:
+            return reply
         self.decisions += 1
-        reply = self.complete(messages, tools)
         return reply if reply.tool_calls else replace(reply, text="")
 
 

@@ -12,8 +12,11 @@ from toolcrib.agent.capabilities import unavailable_asked
 from toolcrib.agent.fit import invented_values
 from toolcrib.agent.request import Request
 from toolcrib.agent.steps import StepId
+from toolcrib.models.profile import ModelProfile
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.tool import Effect
+
+AIDED = ModelProfile(answer="aided")  # the embedded model's answer path
 
 USER = Principal("rosa", groups=frozenset({"desk"}))
 RAN: list[str] = []
@@ -49,7 +52,7 @@ def lookup_medicine(code: str) -> dict[str, Any]:
 def runner(replies: list[Any], tracer: Tracer) -> Runner:
     RAN.clear()
     gate = Gate(Registry([find_free_slots, search_docs]), GroupPolicy({"desk": ["*"]}))
-    return Runner(ScriptedModel(replies, small_model=True), gate, tracer_factory=lambda: tracer)
+    return Runner(ScriptedModel(replies, profile=AIDED), gate, tracer_factory=lambda: tracer)
 
 
 def test_values_from_nowhere_are_invented_and_values_from_the_request_are_not() -> None:

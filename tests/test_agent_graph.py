@@ -64,7 +64,8 @@ def _run(replies: list[Any], question: str, mode: Mode, tmp_path: Path, *, small
     policy = GroupPolicy({"support": ["*"], "admin": ["*"]}, approvers={"reserve_stock": {"admin"}})
     approvals = SQLiteApprovalStore(tmp_path / "approvals.sqlite")
     gate = Gate(Registry([lookup_part, reserve_stock]), policy, approvals=approvals)
-    runner = Runner(ScriptedModel(replies, small_model=small), gate, RunnerSettings(mode=mode, **settings),
+    model = ScriptedModel(replies, profile={"answer": "aided" if small else "native"})
+    runner = Runner(model, gate, RunnerSettings(mode=mode, **settings),
                     tracer_factory=tracer, runs=FileRunStore(tmp_path / "runs"))
     answer = runner.ask(question, USER)
     return answer, tracers[-1], runner

@@ -23,6 +23,9 @@ from toolcrib.agent import records
 from toolcrib.agent.records import LookedUp, with_identifiers
 from toolcrib.agent.request import Request
 from toolcrib.agent.steps import StepId
+from toolcrib.models.profile import ModelProfile
+
+AIDED = ModelProfile(answer="aided")  # the embedded model's answer path
 
 ORDER = {"found": True, "order_id": "ORD-1001", "customer": "Harrier Labs", "status": "shipped", "carrier": "DHL",
          "tracking": "JD0146 2281 7740", "eta": "2026-11-28", "items": "2x HLV-2205"}
@@ -90,7 +93,7 @@ def test_a_record_that_was_not_found_goes_to_the_model() -> None:
 
 
 def run(replies: list[Any], question: str, **settings: Any) -> tuple[Any, ScriptedModel, Tracer]:
-    model = ScriptedModel(replies, small_model=True)
+    model = ScriptedModel(replies, profile=AIDED)
     gate = Gate(Registry([get_order_status, query_archived_reading, search_notes]),
                 GroupPolicy({"support": ["*"]}))
     tracer = Tracer()
@@ -135,7 +138,7 @@ def test_a_request_asking_more_than_its_records_hold_gets_the_documents_searched
     def ask(question: str, **settings: Any) -> tuple[Any, list[str], Tracer]:
         call = {"tool_calls": [{"name": "get_order_status", "arguments": {"order_id": "ORD-1001"}}]}
         model = ScriptedModel([call, "Shipped [get_order_status#1]; returns within 14 days [returns#c2]."],
-                              small_model=True)
+                              profile=AIDED)
         tracer = Tracer()
         gate = Gate(Registry([get_order_status, search_docs]), GroupPolicy({"support": ["*"]}))
         answer = Runner(model, gate, RunnerSettings(**settings), tracer_factory=lambda: tracer).ask(question, USER)
@@ -165,7 +168,7 @@ def test_a_query_column_named_for_what_it_does_not_compute_is_not_stated_and_its
     query = {"query": "SELECT SUM(amount) AS total_value FROM contracts"}
     call = {"tool_calls": [{"name": "contracts_query", "arguments": query}]}
     model = ScriptedModel([call, "The total is 212500 [contracts_query#1]; delivery takes 6 weeks [returns#c2]."],
-                          small_model=True)
+                          profile=AIDED)
     tracer = Tracer()
     gate = Gate(Registry([contracts_query, search_docs]), GroupPolicy({"support": ["*"]}))
     question = "What is the total value of contract KC-2025-001 and how long is its delivery lead time?"

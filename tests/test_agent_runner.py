@@ -15,6 +15,8 @@ from toolcrib import (
     GroupPolicy,
     Identifier,
     Limits,
+    ModelProfile,
+    ModelSettings,
     Principal,
     Registry,
     Runner,
@@ -27,6 +29,8 @@ from toolcrib import (
 from toolcrib.agent.steps import StepId
 from toolcrib.errors import LimitExceeded
 from toolcrib.policy import SQLiteApprovalStore
+
+AIDED = ModelProfile(answer="aided")  # the embedded model's answer path
 
 RAN: list[str] = []
 
@@ -76,7 +80,7 @@ def tracer() -> Tracer:
 
 def runner(replies: list[Any], mode: str = "single", **settings: Any) -> tuple[Runner, ScriptedModel]:
     RAN.clear()
-    model = ScriptedModel(replies, small_model=mode == "single")
+    model = ScriptedModel(replies, profile={"answer": "aided" if mode == "single" else "native"})
     gate = Gate(REGISTRY, GroupPolicy({"support": ["*"]}))
     return Runner(model, gate, RunnerSettings(mode=mode, **settings), tracer_factory=tracer), model  # type: ignore[arg-type]
 
@@ -243,7 +247,7 @@ def test_a_withheld_tool_the_model_names_anyway_is_refused_by_the_gate_as_not_of
 
 
 class BriefModel(ScriptedModel):
-    small_model = True  # as the embedded model declares
+    profile = ModelProfile(answer="aided")  # as the embedded model's
 
 
 def test_loop_mode_asks_a_model_that_answers_from_the_brief_for_its_answer_from_the_evidence() -> None:
@@ -272,7 +276,7 @@ def test_a_final_answer_cut_at_its_token_cap_ends_at_its_last_whole_sentence() -
                           tokens_out=200)
 
     gate = Gate(REGISTRY, GroupPolicy({"support": ["*"]}))
-    answer = Runner(FunctionModel(rambling, small_model=True), gate, RunnerSettings(answer_max_tokens=200),
+    answer = Runner(FunctionModel(rambling, profile=AIDED), gate, RunnerSettings(answer_max_tokens=200),
                     tracer_factory=tracer).ask("What does part HLV-2205 cost?", USER)
     assert answer.text == "HLV-2205 costs $52.00 [lookup_part#1]."
 
@@ -280,13 +284,13 @@ def test_a_final_answer_cut_at_its_token_cap_ends_at_its_last_whole_sentence() -
 class CappedModel(ScriptedModel):
     """Keeps the token cap each request was given."""
 
-    small_model = True
+    profile = ModelProfile(answer="aided")
 
     caps: list[int | None]
 
-    def complete(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> Completion:
-        self.caps = [*getattr(self, "caps", []), kwargs.get("max_tokens")]
-        return super().complete(messages, tools, **kwargs)
+    def complete_sync(self, messages: list[Any], tools: Any, settings: ModelSettings) -> Completion:
+        self.caps = [*getattr(self, "caps", []), settings.max_tokens]
+        return super().complete_sync(messages, tools, settings)
 
 
 def test_the_final_answer_may_be_longer_for_each_thing_the_question_asks_up_to_its_cap() -> None:
@@ -320,7 +324,7 @@ def search_docs(query: str) -> dict[str, Any]:
 
 def docs_runner(replies: list[Any], mode: str = "single", **settings: Any) -> tuple[Runner, ScriptedModel]:
     RAN.clear()
-    model = ScriptedModel(replies, small_model=True)
+    model = ScriptedModel(replies, profile=AIDED)
     gate = Gate(Registry([lookup_part, search_docs]), GroupPolicy({"support": ["*"]}))
     return Runner(model, gate, RunnerSettings(mode=mode, **settings), tracer_factory=tracer), model  # type: ignore[arg-type]
 
@@ -378,7 +382,7 @@ def _policies(query: str) -> dict[str, Any]:
 def test_conflicting_versions_are_quoted_by_code_under_the_answer_and_both_are_cited() -> None:
     RAN.clear()
     model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."],
-                          small_model=True)
+                          profile=AIDED)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     runner = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer)
     answer = runner.ask("How long can opened products be returned?", USER)
@@ -401,7 +405,7 @@ def search_everything(query: str) -> dict[str, Any]:
 
 def test_another_documents_versions_found_on_the_way_are_not_noted_or_cited_under_the_answer() -> None:
     model = ScriptedModel([call("search_everything", query="F2 filter"), "Every 6 months [parts#c3]."],
-                          small_model=True)
+                          profile=AIDED)
     gate = Gate(Registry([search_everything]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "How often is the F2 filter replaced?", USER)
@@ -411,7 +415,7 @@ def test_another_documents_versions_found_on_the_way_are_not_noted_or_cited_unde
 
 def test_a_fact_question_the_passages_answer_is_quoted_by_code_with_no_final_model_call() -> None:
     RAN.clear()
-    model = ScriptedModel([call("search_policies", query="return window opened")], small_model=True)
+    model = ScriptedModel([call("search_policies", query="return window opened")], profile=AIDED)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate, tracer_factory=tracer).ask("How many days may opened products be returned?", USER)
     assert len(model.requests) == 1  # the model decided the search; code wrote the answer
@@ -426,7 +430,8 @@ def test_a_model_whose_context_overflows_ends_the_run_as_a_limit_not_a_crash() -
     def overflowing(messages: Any, tools: Any) -> Any:
         if len(messages) > 2:
             raise LimitExceeded("the conversation is longer than the local model's context (4096 tokens)")
-        return ScriptedModel([call("lookup_part", part_number="HLV-2205")]).complete(messages, tools)
+        return ScriptedModel([call("lookup_part", part_number="HLV-2205")]).complete_sync(messages, tools,
+                                                                                           ModelSettings())
 
     RAN.clear()
     gate = Gate(REGISTRY, GroupPolicy({"support": ["*"]}))
@@ -459,7 +464,7 @@ def test_a_greeting_with_a_question_is_a_question_and_small_talk_can_be_turned_o
 def test_a_search_result_is_shown_to_the_model_as_compact_text_not_json() -> None:
     RAN.clear()
     model = ScriptedModel([call("search_policies", query="return window opened"), "14 days [returns-v2#c2]."],
-                          small_model=True)
+                          profile=AIDED)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "How long can opened products be returned?", USER)
@@ -480,7 +485,7 @@ def test_a_search_result_is_shown_to_the_model_as_compact_text_not_json() -> Non
 
 def test_the_answer_cites_by_label_and_the_answer_shows_the_ids() -> None:
     model = ScriptedModel([call("search_policies", query="return window opened"),
-                           "Opened products: 14 days [1]; before: 30 days [2, 7]."], small_model=True)
+                           "Opened products: 14 days [1]; before: 30 days [2, 7]."], profile=AIDED)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "How long can opened products be returned?", USER)
@@ -489,7 +494,7 @@ def test_the_answer_cites_by_label_and_the_answer_shows_the_ids() -> None:
 
 
 def test_a_question_naming_what_nothing_found_mentions_is_not_answered_from_something_else() -> None:
-    model = ScriptedModel([call("search_policies", query="competitor prices"), "It costs $30 [1]."], small_model=True)
+    model = ScriptedModel([call("search_policies", query="competitor prices"), "It costs $30 [1]."], profile=AIDED)
     gate = Gate(Registry([search_policies]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "What does our competitor Brightline Scientific charge for returns?", USER)
@@ -497,7 +502,7 @@ def test_a_question_naming_what_nothing_found_mentions_is_not_answered_from_some
     assert "$30" not in answer.text and len(model.requests) == 1  # code decided: no final ask
     # a name whose first word the passages hold, in other case and punctuation, is answered as usual (the
     # claim check once read "Opened-Products Returns" as named in no evidence and removed the answer)
-    named = ScriptedModel([call("search_policies", query="opened"), "Opened products: 14 days [1]."], small_model=True)
+    named = ScriptedModel([call("search_policies", query="opened"), "Opened products: 14 days [1]."], profile=AIDED)
     answer = Runner(named, gate, RunnerSettings(quote_answers=False), tracer_factory=tracer).ask(
         "How long may Opened-Products Returns take?", USER)
     assert not answer.abstained and answer.text.startswith("Opened products: 14 days [returns-v2#c2].")
@@ -528,7 +533,7 @@ def search_contracts(query: str) -> dict[str, Any]:
 def test_the_final_ask_of_a_question_about_several_parties_or_things_asks_for_each_in_turn() -> None:
     def final_ask(question: str) -> str:  # a yes/no question: the model answers, not a quote
         model = ScriptedModel([call("search_contracts", query="price revision"), "Yes [contract-vogel#c8]."],
-                              small_model=True)
+                              profile=AIDED)
         gate = Gate(Registry([search_contracts]), GroupPolicy({"support": ["*"]}))
         Runner(model, gate, RunnerSettings(mode="single"), tracer_factory=tracer).ask(question, USER)
         return str(model.requests[1][0][-1].content)
@@ -557,7 +562,7 @@ def query_records(query: str) -> dict[str, Any]:
 
 
 def test_a_request_carrying_sql_statement_text_is_not_offered_the_query_tool_but_keeps_the_lookups() -> None:
-    model = ScriptedModel([call("get_order_status", order_id="ORD-1001"), "It could not be checked."], small_model=True)
+    model = ScriptedModel([call("get_order_status", order_id="ORD-1001"), "It could not be checked."], profile=AIDED)
     r = Runner(model, Gate(Registry([query_records, get_order_status]), GroupPolicy({"support": ["*"]})),
                tracer_factory=tracer)
     r.ask("What's the status of order ORD-1001; DROP TABLE orders;--?", USER)
@@ -566,7 +571,7 @@ def test_a_request_carrying_sql_statement_text_is_not_offered_the_query_tool_but
     assert offer.detail["withheld"]["query_records"].startswith(
         "the request carries SQL statement text ('; DROP TABLE')")
     model = ScriptedModel([call("query_records", query="SELECT 1"), "One."],
-                          small_model=True)  # a plain request keeps it
+                          profile=AIDED)  # a plain request keeps it
     Runner(model, Gate(Registry([query_records]), GroupPolicy({"support": ["*"]})), tracer_factory=tracer).ask(
         "How many orders shipped in 2025; and which were late?", USER)
     assert offered(model) == ["query_records"]
@@ -587,7 +592,7 @@ def book_visit(pet_id: Annotated[str, Identifier(shape=r"PET-\d+")], vet: str, s
 
 def test_a_change_asked_for_after_a_lookup_is_proposed_after_it_and_held(tmp_path: Path) -> None:
     booking = call("book_visit", pet_id="PET-201", vet="Dr Ann Lee", start="2026-12-08T12:00")
-    model = ScriptedModel([call("find_slots", date="2026-12-08", vet="Dr Ann Lee"), booking], small_model=True)
+    model = ScriptedModel([call("find_slots", date="2026-12-08", vet="Dr Ann Lee"), booking], profile=AIDED)
     gate = Gate(Registry([find_slots, book_visit]), GroupPolicy({"support": ["*"]}),
                 approvals=SQLiteApprovalStore(tmp_path / "approvals.sqlite"))
     RAN.clear()
@@ -602,7 +607,7 @@ def test_a_change_asked_for_after_a_lookup_is_proposed_after_it_and_held(tmp_pat
 
     # "booked" asks for nothing: a question about a booking proposes no change
     model = ScriptedModel([call("find_slots", date="2026-12-08", vet="Dr Ann Lee"), "Free at 12:00 [1]."],
-                          small_model=True)
+                          profile=AIDED)
     answer = Runner(model, gate, tracer_factory=tracer).ask("Is PET-201 booked with Dr Ann Lee on 2026-12-08?", USER)
     model.assert_complete()
     assert answer.outcome == "answered" and not answer.pending

@@ -22,9 +22,12 @@ from toolcrib.models.anthropic import AnthropicModel
 from toolcrib.models.base import Model
 from toolcrib.models.local import LocalModel
 from toolcrib.models.openai import OpenAIChatModel
+from toolcrib.models.profile import ModelProfile
 from toolcrib.models.responses import OpenAIResponsesModel
 from toolcrib.trace.events import EventKind
 from toolcrib.trace.tracer import Tracer
+
+AIDED = ModelProfile(answer="aided")  # the embedded model's answer path
 
 USER = Principal("alice", groups=frozenset({"support"}))
 QUESTION = "What is the status of order AB-1001?"
@@ -53,17 +56,17 @@ LOOKUP = {"tool_calls": [{"name": "order_status", "arguments": {"order_id": "AB-
 
 
 def test_the_embedded_model_is_aided_and_every_other_backend_is_native() -> None:
-    assert LocalModel.small_model and isinstance(strategy_for(LocalModel(), RunnerSettings()), AidedAnswer)
+    assert LocalModel.profile.aided and isinstance(strategy_for(LocalModel(), RunnerSettings()), AidedAnswer)
     for backend in (OpenAIChatModel, OpenAIResponsesModel, AnthropicModel):
-        assert not backend.small_model
+        assert not backend.profile.aided
     assert isinstance(strategy_for(ScriptedModel([]), RunnerSettings()), NativeAnswer)
-    assert isinstance(strategy_for(ScriptedModel([], small_model=True), RunnerSettings()), AidedAnswer)
+    assert isinstance(strategy_for(ScriptedModel([], profile=AIDED), RunnerSettings()), AidedAnswer)
 
 
 @pytest.mark.parametrize("small", [False, True], ids=["native", "aided"])
 def test_a_tool_call_at_the_final_ask_is_asked_again_then_answered(small: bool) -> None:
     model = ScriptedModel([LOOKUP, LOOKUP, "Order AB-1001 was cancelled on 2026-11-30 [order_status#1]."],
-                          small_model=small)
+                          profile={"answer": "aided" if small else "native"})
     answer = _runner(model, record_answers=False).ask("Tell me about order AB-1001.", USER)
     model.assert_complete()
     assert answer.outcome == "answered" and "cancelled" in answer.text
@@ -72,7 +75,7 @@ def test_a_tool_call_at_the_final_ask_is_asked_again_then_answered(small: bool) 
 
 @pytest.mark.parametrize("small", [False, True], ids=["native", "aided"])
 def test_a_final_ask_answered_twice_with_tool_calls_ends_as_a_limit_never_an_empty_answer(small: bool) -> None:
-    model = ScriptedModel([LOOKUP, LOOKUP, LOOKUP], small_model=small)
+    model = ScriptedModel([LOOKUP, LOOKUP, LOOKUP], profile={"answer": "aided" if small else "native"})
     answer = _runner(model, record_answers=False).ask("Tell me about order AB-1001.", USER)
     model.assert_complete()
     assert answer.outcome == "limit" and "without any text" in answer.text
@@ -80,25 +83,25 @@ def test_a_final_ask_answered_twice_with_tool_calls_ends_as_a_limit_never_an_emp
 
 def test_labels_used_as_blanks_are_asked_again_and_never_shipped_as_a_broken_sentence() -> None:
     model = ScriptedModel([LOOKUP, "The order [1] is currently [2] with a status of [3].",
-                           "The order [2] is [3]."], small_model=True)
+                           "The order [2] is [3]."], profile=AIDED)
     answer = _runner(model, record_answers=False).ask("Tell me about order AB-1001.", USER)
     model.assert_complete()
     assert answer.outcome == "limit" and "[" not in answer.text and " ." not in answer.text
     assert _rules().count(StepId.BROKEN_ANSWER) == 2
     fixed = ScriptedModel([LOOKUP, "The order [1] is currently [2].", "Order AB-1001 is cancelled [1]."],
-                          small_model=True)
+                          profile=AIDED)
     answer = _runner(fixed, record_answers=False).ask("Tell me about order AB-1001.", USER)
     assert answer.outcome == "answered" and answer.text == "Order AB-1001 is cancelled [order_status#1]."
 
 
 def test_a_step_is_recorded_by_its_id_and_a_workspace_can_turn_it_off() -> None:
-    model = ScriptedModel([LOOKUP], small_model=True)
+    model = ScriptedModel([LOOKUP], profile=AIDED)
     answer = _runner(model).ask(QUESTION, USER)
     assert answer.outcome == "answered" and "cancelled" in answer.text
     assert _rules() == [StepId.RECORD_ANSWER]  # the record stated by code: no final model call
     rule = next(e for e in TRACERS[-1].events if e.rule)
     assert rule.kind is EventKind.EVIDENCE_RULE and rule.to_dict()["rule"] == "record_answer"
-    model = ScriptedModel([LOOKUP, "AB-1001 was cancelled [1]."], small_model=True)
+    model = ScriptedModel([LOOKUP, "AB-1001 was cancelled [1]."], profile=AIDED)
     answer = _runner(model, steps_off=frozenset({StepId.RECORD_ANSWER})).ask(QUESTION, USER)
     model.assert_complete()
     assert StepId.RECORD_ANSWER not in _rules() and answer.text == "AB-1001 was cancelled [order_status#1]."

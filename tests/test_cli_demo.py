@@ -31,7 +31,8 @@ def ws(tmp_path: Path) -> Path:
 def script(tmp_path: Path, replies: list[Any], *, small: bool = True) -> str:
     path = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.yaml"
     # scripted as the embedded default is: the small-model aids (agent.strategy.AidedAnswer)
-    path.write_text(yaml.safe_dump({"small_model": small, "replies": replies}), encoding="utf-8")
+    path.write_text(yaml.safe_dump({"profile": {"answer": "aided" if small else "native"},
+                                    "replies": replies}), encoding="utf-8")
     return f"scripted:{path}"
 
 

@@ -29,7 +29,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ask(ws: Path, tmp_path: Path, question: str, replies: list[Any], user: str = "alice") -> dict[str, Any]:
     script = tmp_path / "script.yaml"
     # scripted as the embedded default is: the small-model aids (agent.strategy.AidedAnswer)
-    script.write_text(yaml.safe_dump({"small_model": True, "replies": replies}), encoding="utf-8")
+    script.write_text(yaml.safe_dump({"profile": {"answer": "aided"}, "replies": replies}), encoding="utf-8")
     result = CliRunner().invoke(main, ["ask", question, "--model", f"scripted:{script}", "--workspace", str(ws),
                                        "--user", user, "--json"])
     assert result.exit_code == 0, result.output

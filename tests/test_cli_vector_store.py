@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fakes.openai_files_server import FakeFilesServer
 from toolcrib.cli import main
-from toolcrib.models import openai as openai_backend
+from toolcrib.models import network
 
 KEY = "sk-proj-SECRETvectorstore0123456789"
 
@@ -143,7 +143,7 @@ def test_errors_name_what_failed_without_the_key_and_the_network_guard_holds(
     assert code == 2 and "listing vector stores failed: HTTP 404" in err and KEY not in err
 
     monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")
-    monkeypatch.setattr(openai_backend, "ALLOW_NETWORK", False)
+    monkeypatch.setattr(network, "ALLOW_NETWORK", False)
     code, _, err = _ingest(ws)
     assert code == 2 and "ALLOW_NETWORK" in err
 

@@ -81,8 +81,8 @@ def test_openai_chat_completions_against_a_real_llama_cpp_server(ws: Path, llama
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     # the server evaluates each whole prompt afresh: on two cores without AVX-512 (~40 tokens/s) the
     # decision alone takes most of the default 60 s a remote model is given; the server runs the embedded
-    # small model, so the workspace declares it (the aided answer path: the price stated from the record)
+    # small model, and its name alone gives it the aided answer path (the price stated from the record)
     config = ws / "toolcrib.toml"
     config.write_text(config.read_text(encoding="utf-8").replace(
-        "n_threads = 2", "n_threads = 2\ntimeout_s = 300\nsmall_model = true"), encoding="utf-8")
+        "n_threads = 2", "n_threads = 2\ntimeout_s = 300"), encoding="utf-8")
     assert_the_demo_answer(ask(ws, "openai:qwen2.5-coder-1.5b"))

@@ -19,10 +19,11 @@ from anthropic.types import Message as SDKMessage
 from anthropic.types import ToolUseBlock, Usage
 
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_error, message_reply
+from fakes.complete import complete
 from fakes.openai_server import Reply
 from toolcrib import Gate, GroupPolicy, Identifier, Principal, Registry, Runner, RunnerSettings, tool
 from toolcrib.errors import LimitExceeded, MissingDependency, ModelUnavailable
-from toolcrib.models import openai as openai_backend
+from toolcrib.models import network
 from toolcrib.models.anthropic import AnthropicModel
 from toolcrib.models.base import Message, ToolSpec
 from toolcrib.models.registry import get_model
@@ -88,7 +89,7 @@ def test_parallel_tool_use_is_answered_in_one_user_turn(server: FakeAnthropicSer
                                       ("lookup_part", {"part_number": "BRK-220"})]),
                  message_reply("Both found."))
     with _model(server) as model:
-        done = model.complete(ASK, [LOOKUP], tool_choice="required")
+        done = complete(model, ASK, [LOOKUP], tool_choice="required")
         a, b = done.tool_calls
         assert [c.arguments for c in done.tool_calls] == [{"part_number": "HLV-2205"}, {"part_number": "BRK-220"}]
         history = [*ASK, Message("assistant", "", tool_calls=done.tool_calls),
@@ -96,7 +97,7 @@ def test_parallel_tool_use_is_answered_in_one_user_turn(server: FakeAnthropicSer
                    Message("tool", '{"ok": false, "error": {"code": "tool_failed", "message": "down"}}',
                            tool_call_id=b.id),
                    Message("user", "Answer briefly.")]
-        assert model.complete(history, [LOOKUP], tool_choice="none").text == "Both found."
+        assert complete(model, history, [LOOKUP], tool_choice="none").text == "Both found."
     first, second = (r.body for r in server.requests)
     assert first["tool_choice"] == {"type": "any"} and second["tool_choice"] == {"type": "none"}
     last = second["messages"][-1]
@@ -108,7 +109,7 @@ def test_parallel_tool_use_is_answered_in_one_user_turn(server: FakeAnthropicSer
 def test_max_tokens_stop_is_a_limit(server: FakeAnthropicServer) -> None:
     server.queue(message_reply("The price of HLV-2205 is", stop_reason="max_tokens"))
     with _model(server) as model, pytest.raises(LimitExceeded, match=r"output token limit .*max_tokens 32"):
-        model.complete(ASK, max_tokens=32)
+        complete(model, ASK, max_tokens=32)
 
 
 def test_a_tool_input_that_is_not_an_object_becomes_a_parse_error(server: FakeAnthropicServer) -> None:
@@ -136,7 +137,7 @@ def test_401_does_not_leak_the_key(server: FakeAnthropicServer) -> None:
     key = "sk-ant-api03-SECRETabcdefghijklmnop"
     server.queue(anthropic_error(401, f"invalid x-api-key {key}", kind="authentication_error"))
     with _model(server, api_key=key) as model, pytest.raises(ModelUnavailable) as caught:
-        model.complete(ASK)
+        complete(model, ASK)
     message = str(caught.value)
     assert "SECRET" not in message and "HTTP 401" in message and "ANTHROPIC_API_KEY" in message
     assert caught.value.__cause__ is None and caught.value.__context__ is None
@@ -147,7 +148,7 @@ def test_overloaded_is_retried_then_reported(server: FakeAnthropicServer) -> Non
     server.queue(*[anthropic_error(529, "Overloaded", kind="overloaded_error")] * 2)
     model = _model(server, max_retries=1)
     with model, pytest.raises(ModelUnavailable, match=r"HTTP 529 after 2 attempts: server error \(Overloaded\)"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert model.retries == 1
 
 
@@ -157,7 +158,7 @@ def test_429_waits_for_retry_after(server: FakeAnthropicServer) -> None:
     model = _model(server)
     started = time.perf_counter()
     with model:
-        assert model.complete(ASK).text == "ok"
+        assert complete(model, ASK).text == "ok"
     assert time.perf_counter() - started >= 0.3 and model.retries == 1
 
 
@@ -165,7 +166,7 @@ def test_a_slow_server_times_out_within_the_configured_timeout(server: FakeAnthr
     server.queue(Reply(200, message_reply("late").body, delay_s=3.0))
     started = time.perf_counter()
     with _model(server, timeout_s=0.3) as model, pytest.raises(ModelUnavailable, match=r"within 0.3 s"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert time.perf_counter() - started < 1.5 and len(server.requests) == 1
 
 
@@ -181,15 +182,15 @@ def test_settings_registry_network_guard_and_missing_sdk(monkeypatch: pytest.Mon
     model = get_model("anthropic:claude-test", {"backoff_s": 0, "max_tokens": 77})
     assert isinstance(model, AnthropicModel) and model.name == "anthropic:claude-test"
     with model:
-        assert model.complete(ASK).text == "via the registry"
+        assert complete(model, ASK).text == "via the registry"
     request = server.requests[0]
     assert request.body["max_tokens"] == 77
     assert "Authorization" not in request.headers and "x-api-key" not in request.headers
 
-    monkeypatch.setattr(openai_backend, "ALLOW_NETWORK", False)
+    monkeypatch.setattr(network, "ALLOW_NETWORK", False)
     remote = AnthropicModel.from_spec("claude-test", {"base_url": "https://api.anthropic.com", "api_key": "k"})
     with remote, pytest.raises(ModelUnavailable, match="ALLOW_NETWORK"):
-        remote.complete(ASK)
+        complete(remote, ASK)
 
     monkeypatch.setitem(sys.modules, "anthropic", None)
     with pytest.raises(MissingDependency, match=r"toolcrib\[anthropic\]"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fakes.complete import complete
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Message, ToolSpec
 from toolcrib.models.dry import DRY_TEXT, DryModel, placeholder_arguments
@@ -31,7 +32,7 @@ ASK = [Message("system", "You manage spare parts stock."), Message("user", "Rese
 
 def test_with_tools_it_proposes_the_first_tool_with_schema_valid_placeholders() -> None:
     model = DryModel("gpt-4o-mini")
-    done = model.complete(ASK, [RESERVE])
+    done = complete(model, ASK, [RESERVE])
     (call,) = done.tool_calls
     assert call.name == "reserve_stock"
     assert call.arguments == {"sku": "xxx", "quantity": 1, "warehouse": "north", "rush": False, "note": ""}
@@ -41,8 +42,8 @@ def test_with_tools_it_proposes_the_first_tool_with_schema_valid_placeholders() 
 def test_without_tools_it_answers_a_short_text_and_keeps_the_bill() -> None:
     model = get_model("dry:gpt-4o-mini", {"output_tokens": 100})
     assert isinstance(model, DryModel) and model.name == "dry:gpt-4o-mini"
-    first = model.complete(ASK)
-    second = model.complete(ASK, max_tokens=40)
+    first = complete(model, ASK)
+    second = complete(model, ASK, max_tokens=40)
     assert first.text == DRY_TEXT and first.tool_calls == ()
     assert (first.tokens_out, second.tokens_out) == (100, 40)
     assert model.calls == 2
@@ -60,14 +61,14 @@ def test_offering_tools_costs_more_input_tokens() -> None:
 
 def test_same_conversation_costs_more_on_a_dearer_model() -> None:
     cheap, dear = DryModel("gpt-4o-mini"), DryModel("claude-sonnet")
-    cheap.complete(ASK, [RESERVE], max_tokens=50)
-    dear.complete(ASK, [RESERVE], max_tokens=50)
+    complete(cheap, ASK, [RESERVE], max_tokens=50)
+    complete(dear, ASK, [RESERVE], max_tokens=50)
     assert cheap.tokens_in == dear.tokens_in
     assert dear.projected_cost_usd > 10 * cheap.projected_cost_usd
 
 
 def test_tool_choice_none_gets_text() -> None:
-    assert DryModel().complete(ASK, [RESERVE], tool_choice="none").tool_calls == ()
+    assert complete(DryModel(), ASK, [RESERVE], tool_choice="none").tool_calls == ()
 
 
 def test_prices_resolve_dated_snapshots_and_unknown_models_need_explicit_prices() -> None:
@@ -78,7 +79,7 @@ def test_prices_resolve_dated_snapshots_and_unknown_models_need_explicit_prices(
         DryModel.from_spec("my-finetune", {})
     custom = DryModel.from_spec("my-finetune", {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 2.0,
                                                 "output_tokens": 10})
-    done = custom.complete([Message("user", "x" * 400)])
+    done = complete(custom, [Message("user", "x" * 400)])
     assert custom.projected_cost_usd == pytest.approx((done.tokens_in * 1.0 + 10 * 2.0) / 1_000_000)
 
 

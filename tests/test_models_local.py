@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.complete import complete
 from toolcrib.errors import ModelUnavailable
 from toolcrib.models.base import Message, ToolCall, ToolSpec
 from toolcrib.models.local import LocalModel
@@ -94,7 +95,7 @@ def test_a_missing_part_raises_model_unavailable(tmp_path: Path) -> None:
 def test_a_missing_model_path_raises_model_unavailable(tmp_path: Path) -> None:
     model = LocalModel.from_spec("", {"model_path": str(tmp_path / "nope.gguf")})
     with pytest.raises(ModelUnavailable, match="model_path"):
-        model.complete([Message("user", "hi")])
+        complete(model, [Message("user", "hi")])
 
 
 def test_a_file_that_is_not_gguf_raises_model_unavailable(tmp_path: Path) -> None:
@@ -102,7 +103,7 @@ def test_a_file_that_is_not_gguf_raises_model_unavailable(tmp_path: Path) -> Non
     bogus = tmp_path / "bogus.gguf"
     bogus.write_bytes(b"not a model" * 100)
     with pytest.raises(ModelUnavailable, match="not a valid GGUF"):
-        LocalModel.from_spec("", {"model_path": str(bogus)}).complete([Message("user", "hi")])
+        complete(LocalModel.from_spec("", {"model_path": str(bogus)}), [Message("user", "hi")])
 
 
 # --- the real 1.5B model ----------------------------------------------------------------------------
@@ -133,7 +134,7 @@ def test_assembled_model_file_matches_the_pinned_hash() -> None:
 
 @pytest.mark.slow
 def test_order_question_calls_get_order_status(model: LocalModel) -> None:
-    reply = model.complete([Message("user", "What's the status of order ORD-1001?")], TOOLS)
+    reply = complete(model, [Message("user", "What's the status of order ORD-1001?")], TOOLS)
     call = _only_call(reply.tool_calls)
     assert (call.name, call.arguments) == ("get_order_status", {"order_id": "ORD-1001"})
     assert call.id.startswith("call_")
@@ -142,33 +143,33 @@ def test_order_question_calls_get_order_status(model: LocalModel) -> None:
 
 @pytest.mark.slow
 def test_part_question_calls_lookup_part(model: LocalModel) -> None:
-    reply = model.complete([Message("user", "What does part HLV-2205 cost?")], TOOLS)
+    reply = complete(model, [Message("user", "What does part HLV-2205 cost?")], TOOLS)
     call = _only_call(reply.tool_calls)
     assert (call.name, call.arguments) == ("lookup_part", {"part_number": "HLV-2205"})
 
 
 @pytest.mark.slow
 def test_a_question_about_two_orders_gets_two_calls_in_one_decision(model: LocalModel) -> None:
-    reply = model.complete([Message("user", "What's the status of orders ORD-1001 and ORD-1002?")], TOOLS)
+    reply = complete(model, [Message("user", "What's the status of orders ORD-1001 and ORD-1002?")], TOOLS)
     assert sorted((c.name, c.arguments["order_id"]) for c in reply.tool_calls) == [
         ("get_order_status", "ORD-1001"), ("get_order_status", "ORD-1002")]
 
 
 def test_a_list_of_calls_is_read_one_by_one_and_a_cut_one_is_marked_malformed() -> None:
-    from toolcrib.models.local import _parse_decision
+    from toolcrib.models.decision import parse_decision
 
-    text, calls = _parse_decision('[{"tool": "lookup_part", "arguments": {"part_number": "A-1"}}, '
+    text, calls = parse_decision('[{"tool": "lookup_part", "arguments": {"part_number": "A-1"}}, '
                                   '{"tool": "get_order_status", "arguments": {"order_id": "ORD-1')
     assert text == "" and [(c.name, c.arguments, c.parse_error is None) for c in calls] == [
         ("lookup_part", {"part_number": "A-1"}, True), ("get_order_status", {}, False)]
     assert calls[1].parse_error is not None and "cut off" in calls[1].parse_error
-    assert _parse_decision('[{"answer": "Hello."}]') == ("Hello.", ())
-    assert _parse_decision('[{"answer": "Hello, I was cut') == ("Hello, I was cut", ())
+    assert parse_decision('[{"answer": "Hello."}]') == ("Hello.", ())
+    assert parse_decision('[{"answer": "Hello, I was cut') == ("Hello, I was cut", ())
 
 
 @pytest.mark.slow
 def test_small_talk_is_answered_directly(model: LocalModel) -> None:
-    reply = model.complete([Message("user", "What is 2+2? Answer directly")], TOOLS)
+    reply = complete(model, [Message("user", "What is 2+2? Answer directly")], TOOLS)
     assert reply.tool_calls == ()
     assert "4" in reply.text
 
@@ -182,20 +183,20 @@ def test_tool_result_is_used_in_the_answer(model: LocalModel) -> None:
         Message("assistant", tool_calls=(call,)),
         Message("tool", json.dumps(result), tool_call_id="call_a"),
     ]
-    reply = model.complete(messages, TOOLS)
+    reply = complete(model, messages, TOOLS)
     assert reply.tool_calls == ()
     assert "shipped" in reply.text.lower()
 
 
 @pytest.mark.slow
 def test_required_tool_choice_never_answers(model: LocalModel) -> None:
-    reply = model.complete([Message("user", "Hello there!")], TOOLS, tool_choice="required")
+    reply = complete(model, [Message("user", "Hello there!")], TOOLS, tool_choice="required")
     assert _only_call(reply.tool_calls).name in {"get_order_status", "lookup_part"}
 
 
 @pytest.mark.slow
 def test_without_tools_the_model_replies_in_plain_text(model: LocalModel) -> None:
-    reply = model.complete([Message("system", "Reply in one short sentence."),
+    reply = complete(model, [Message("system", "Reply in one short sentence."),
                             Message("user", "Name the capital of France.")], max_tokens=40)
     assert reply.tool_calls == () and "Paris" in reply.text and not reply.text.lstrip().startswith("{")
 
@@ -206,7 +207,7 @@ def test_pydantic_schemas_with_defs_and_unsupported_keywords_become_a_strict_gra
 
     from pydantic import BaseModel, Field
 
-    from toolcrib.models.local import _decision_schema_text, _grammar
+    from toolcrib.models.decision import decision_schema_text, grammar
 
     class Priority(str, Enum):
         low = "low"
@@ -223,10 +224,10 @@ def test_pydantic_schemas_with_defs_and_unsupported_keywords_become_a_strict_gra
         ship_to: Address | None = None
 
     spec = ToolSpec("reserve", "Reserve stock.", Arguments.model_json_schema())
-    gbnf: str = _grammar(_decision_schema_text([spec], False))._grammar
+    gbnf: str = grammar(decision_schema_text([spec], False))._grammar
     assert '"\\"reserve\\""' in gbnf and '"\\"high\\""' in gbnf and '"\\"city\\""' in gbnf
     assert "answer" in gbnf
-    assert "answer" not in _grammar(_decision_schema_text([spec], True))._grammar
+    assert "answer" not in grammar(decision_schema_text([spec], True))._grammar
     assert '"99"' in gbnf and '"100"' not in gbnf  # quantity: 1 to 99, the bounds a grammar now holds
 
 
@@ -235,7 +236,7 @@ def test_models_with_the_same_settings_share_one_loaded_engine(model: LocalModel
     model.load()
     twin = LocalModel.from_spec("", {"n_threads": 2, "n_threads_batch": 2, "prompt_cache": model.prompt_cache})
     assert twin.load() == 0.0  # already in memory: no second 1.1 GB load
-    reply = twin.complete([Message("user", "What does part HLV-2205 cost?")], TOOLS)
+    reply = complete(twin, [Message("user", "What does part HLV-2205 cost?")], TOOLS)
     assert _only_call(reply.tool_calls).name == "lookup_part"
 
 
@@ -284,13 +285,13 @@ def _fresh_process_twin(tmp_path: Path) -> LocalModel:
 
 @pytest.mark.slow
 def test_the_final_answer_after_a_decision_cannot_call_a_tool(cached_model: LocalModel) -> None:
-    decision = cached_model.complete(_after_lookup("")[:2], TOOLS)
+    decision = complete(cached_model, _after_lookup("")[:2], TOOLS)
     assert _only_call(decision.tool_calls).name == "get_order_status"
 
-    final = cached_model.complete(_after_lookup("Now answer the question using only the evidence above."))
+    final = complete(cached_model, _after_lookup("Now answer the question using only the evidence above."))
     assert final.tool_calls == () and "shipped" in final.text.lower()
 
-    tempted = cached_model.complete(_after_lookup("Call get_order_status for order ORD-1002 now."))
+    tempted = complete(cached_model, _after_lookup("Call get_order_status for order ORD-1002 now."))
     assert tempted.tool_calls == ()
 
 
@@ -298,13 +299,13 @@ def test_the_final_answer_after_a_decision_cannot_call_a_tool(cached_model: Loca
 def test_the_system_block_is_saved_once_and_reused_by_the_next_process(cached_model: LocalModel,
                                                                         tmp_path: Path) -> None:
     question = _after_lookup("")[:2]
-    first = cached_model.complete(question, TOOLS)
+    first = complete(cached_model, question, TOOLS)
     saved = sorted((tmp_path / "prompts").glob("*.kv"))
     # the block, and its start without the tool list (where other offers of the workspace start from)
     assert len(saved) == 2 and all(f.stat().st_size > 1_000_000 for f in saved)
 
     twin = _fresh_process_twin(tmp_path)
-    again = twin.complete(question, TOOLS)
+    again = complete(twin, question, TOOLS)
     assert _only_call(again.tool_calls).arguments == _only_call(first.tool_calls).arguments
     assert sorted((tmp_path / "prompts").glob("*.kv")) == saved  # read back, not rebuilt beside it
 
@@ -315,7 +316,7 @@ def test_a_damaged_cache_file_is_ignored_and_rebuilt(cached_model: LocalModel, t
     from toolcrib.models.prompt_cache import PromptCache
 
     question = _after_lookup("")[:2]
-    cached_model.complete(question, TOOLS)
+    complete(cached_model, question, TOOLS)
     saved = max((tmp_path / "prompts").glob("*.kv"), key=lambda f: f.stat().st_size)  # the whole block
     blob = saved.read_bytes()
     state_starts = 21 + 4 * int.from_bytes(blob[5:9], "little")  # header, then the int32 tokens
@@ -327,7 +328,7 @@ def test_a_damaged_cache_file_is_ignored_and_rebuilt(cached_model: LocalModel, t
     }[damage])
 
     twin = _fresh_process_twin(tmp_path)
-    reply = twin.complete(question, TOOLS)
+    reply = complete(twin, question, TOOLS)
     assert _only_call(reply.tool_calls).arguments == {"order_id": "ORD-1001"}
     assert saved.read_bytes() == blob  # rebuilt, identical to the first
     engine, _ = twin._load()
@@ -341,13 +342,13 @@ def test_an_offer_with_more_tools_starts_from_the_saved_block_of_a_smaller_one(
     from toolcrib.models.local import _block_tokens, _common_prefix
 
     question = _after_lookup("")[:2]
-    cached_model.complete(question, [ORDER_TOOL])  # another question of the workspace, offered one tool
+    complete(cached_model, question, [ORDER_TOOL])  # another question of the workspace, offered one tool
     twin = _fresh_process_twin(tmp_path)
     engine, _ = twin._load()
     evaluated: list[int] = []
     real_eval = engine.llama.eval
     monkeypatch.setattr(engine.llama, "eval", lambda tokens: (evaluated.append(len(tokens)), real_eval(tokens))[1])
-    reply = twin.complete(question, [ORDER_TOOL, PART_TOOL])
+    reply = complete(twin, question, [ORDER_TOOL, PART_TOOL])
     assert _only_call(reply.tool_calls).arguments == {"order_id": "ORD-1001"}
     whole = _block_tokens(engine.llama, question, [ORDER_TOOL, PART_TOOL])
     shared = _common_prefix(_block_tokens(engine.llama, question, [ORDER_TOOL]), whole)
@@ -362,7 +363,7 @@ def test_an_unwritable_cache_folder_only_costs_the_cache(tmp_path: Path) -> None
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the cache folder should be")
     model = LocalModel.from_spec("", {"n_threads": 2, "prompt_cache": str(blocker / "prompts")})
-    reply = model.complete(_after_lookup("")[:2], TOOLS)
+    reply = complete(model, _after_lookup("")[:2], TOOLS)
     assert _only_call(reply.tool_calls).arguments == {"order_id": "ORD-1001"}
 
 
@@ -370,6 +371,6 @@ def test_an_unwritable_cache_folder_only_costs_the_cache(tmp_path: Path) -> None
 def test_the_prompt_cache_can_be_turned_off(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
     model = LocalModel.from_spec("", {"n_threads": 2, "prompt_cache": "off"})
-    reply = model.complete(_after_lookup("")[:2], TOOLS)
+    reply = complete(model, _after_lookup("")[:2], TOOLS)
     assert _only_call(reply.tool_calls).name == "get_order_status"
     assert model._disk_cache(model._load()[0]) is None

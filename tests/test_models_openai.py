@@ -15,10 +15,11 @@ import pytest
 
 pytest.importorskip("openai", reason="the openai extra is not installed")
 
+from fakes.complete import complete
 from fakes.openai_server import FakeChatServer, Reply, chat_reply, error_reply
 from toolcrib.errors import ConfigError, ModelUnavailable
-from toolcrib.models import openai as openai_backend
-from toolcrib.models.base import Message, ToolCall, ToolSpec
+from toolcrib.models import network
+from toolcrib.models.base import Message, ModelSettings, ToolCall, ToolSpec
 from toolcrib.models.openai import OpenAIChatModel
 from toolcrib.models.registry import get_model
 
@@ -54,7 +55,7 @@ def test_one_tool_call(server: FakeChatServer) -> None:
     server.queue(chat_reply(tool_calls=[("lookup_part", '{"sku": "BRK-220"}')], prompt_tokens=61,
                             completion_tokens=12))
     with _model(server, api_key="sk-local-test") as model:
-        done = model.complete(ASK, [LOOKUP, STATUS])
+        done = complete(model, ASK, [LOOKUP, STATUS])
     assert [(c.name, c.arguments, c.parse_error) for c in done.tool_calls] == [
         ("lookup_part", {"sku": "BRK-220"}, None)]
     assert done.tool_calls[0].id.startswith("call_")
@@ -74,7 +75,7 @@ def test_several_parallel_calls(server: FakeChatServer) -> None:
     server.queue(chat_reply(tool_calls=[("lookup_part", '{"sku": "BRK-220"}'),
                                         ("get_order_status", '{"order_id": "SO-1042"}')]))
     with _model(server) as model:
-        done = model.complete(ASK, [LOOKUP, STATUS])
+        done = complete(model, ASK, [LOOKUP, STATUS])
     assert [(c.name, c.arguments) for c in done.tool_calls] == [
         ("lookup_part", {"sku": "BRK-220"}), ("get_order_status", {"order_id": "SO-1042"})]
     assert len({c.id for c in done.tool_calls}) == 2
@@ -84,7 +85,7 @@ def test_several_parallel_calls(server: FakeChatServer) -> None:
 def test_arguments_that_are_not_json_become_a_parse_error(server: FakeChatServer) -> None:
     server.queue(chat_reply(tool_calls=[("lookup_part", '{"sku": "BRK-220"'), ("get_order_status", "[1, 2]")]))
     with _model(server) as model:
-        done = model.complete(ASK, [LOOKUP, STATUS])
+        done = complete(model, ASK, [LOOKUP, STATUS])
     broken, not_object = done.tool_calls
     assert broken.name == "lookup_part" and broken.arguments == {}
     assert broken.raw_arguments == '{"sku": "BRK-220"'
@@ -97,8 +98,8 @@ def test_text_format_call_is_recovered_when_the_server_has_no_tool_parser(server
                "</tool_call>")
     server.queue(chat_reply(content=content), chat_reply(content=content))
     with _model(server) as model:
-        done = model.complete(ASK, [LOOKUP])
-        plain = model.complete(ASK)  # no tools offered: the text is the answer, left as it is
+        done = complete(model, ASK, [LOOKUP])
+        plain = complete(model, ASK)  # no tools offered: the text is the answer, left as it is
     assert [(c.name, c.arguments) for c in done.tool_calls] == [("lookup_part", {"sku": "BRK-220"})]
     assert done.text == "Let me check."
     assert plain.tool_calls == () and plain.text == content
@@ -107,7 +108,7 @@ def test_text_format_call_is_recovered_when_the_server_has_no_tool_parser(server
 def test_plain_answer(server: FakeChatServer) -> None:
     server.queue(chat_reply(content="Yes, 14 units of BRK-220 are in stock."))
     with _model(server) as model:
-        done = model.complete(ASK, [LOOKUP])
+        done = complete(model, ASK, [LOOKUP])
     assert done.text == "Yes, 14 units of BRK-220 are in stock." and done.tool_calls == ()
 
 
@@ -116,7 +117,7 @@ def test_429_is_retried_after_retry_after(server: FakeChatServer) -> None:
                  chat_reply(content="ok"))
     model = _model(server)
     with model:
-        done = model.complete(ASK)
+        done = complete(model, ASK)
     assert model.retries == 1
     assert done.text == "ok"
     assert len(server.requests) == 2
@@ -126,7 +127,7 @@ def test_500s_give_up_after_bounded_retries(server: FakeChatServer) -> None:
     server.queue(*[error_reply(500, "The server had an error")] * 3, chat_reply(content="too late"))
     model = _model(server, max_retries=2)
     with model, pytest.raises(ModelUnavailable, match=r"HTTP 500 after 3 attempts"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert model.retries == 2
     assert len(server.requests) == 3  # the scripted success was never reached
 
@@ -136,7 +137,7 @@ def test_401_is_not_retried_and_does_not_leak_the_key(server: FakeChatServer) ->
     server.queue(error_reply(401, f"Incorrect API key provided: {key}. You can find your API key at "
                              "https://platform.openai.com/account/api-keys.", code="invalid_api_key"))
     with _model(server, api_key=key) as model, pytest.raises(ModelUnavailable) as caught:
-        model.complete(ASK)
+        complete(model, ASK)
     message = str(caught.value)
     assert key not in message and "SECRET" not in message
     assert "HTTP 401" in message and "OPENAI_API_KEY" in message
@@ -148,7 +149,7 @@ def test_400_says_what_the_server_said(server: FakeChatServer) -> None:
     server.queue(error_reply(404, "The model `gpt-9` does not exist", code="model_not_found"))
     with _model(server) as model, pytest.raises(ModelUnavailable,
                                                 match=r"HTTP 404.*check the model name.*does not exist"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert len(server.requests) == 1
 
 
@@ -165,7 +166,7 @@ def test_conversation_with_tool_results_has_the_documented_shape(server: FakeCha
                 tool_call_id="call_def"),
     ]
     with _model(server) as model:
-        done = model.complete(history, [LOOKUP, STATUS], tool_choice="required", max_tokens=64, temperature=0.0)
+        done = complete(model, history, [LOOKUP, STATUS], tool_choice="required", max_tokens=64, temperature=0.0)
     assert done.text == "BRK-220: 14 in stock."  # the server found nothing wrong with the body
     body = server.requests[0].body
     assert body["messages"][2] == {
@@ -186,14 +187,14 @@ def test_conversation_with_tool_results_has_the_documented_shape(server: FakeCha
 def test_server_rejects_a_tool_message_without_its_call(server: FakeChatServer) -> None:
     # The fake checks the protocol like a real server: an orphan tool result is a 400, not retried.
     with _model(server) as model, pytest.raises(ModelUnavailable, match=r"HTTP 400.*role 'tool'"):
-        model.complete([*ASK, Message("tool", "{}", tool_call_id="call_nowhere")])
+        complete(model, [*ASK, Message("tool", "{}", tool_call_id="call_nowhere")])
 
 
 def test_slow_server_times_out_without_retrying(server: FakeChatServer) -> None:
     server.queue(Reply(200, chat_reply(content="late").body, delay_s=3.0))
     with _model(server, timeout_s=0.3) as model, pytest.raises(ModelUnavailable,
                                                                match=r"did not answer within 0.3 s .*timeout_s"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert len(server.requests) == 1
 
 
@@ -204,19 +205,19 @@ def test_unreachable_server_is_retried_then_reported() -> None:
     model = OpenAIChatModel.from_spec("m", {"base_url": f"http://127.0.0.1:{port}/v1", "max_retries": 2,
                                            "backoff_s": 0.0})
     with model, pytest.raises(ModelUnavailable, match=r"cannot reach .* after 3 attempts .*OPENAI_BASE_URL"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert model.retries == 2
 
 
 def test_non_loopback_hosts_are_refused_while_network_is_blocked(monkeypatch: pytest.MonkeyPatch,
                                                                   server: FakeChatServer) -> None:
-    monkeypatch.setattr(openai_backend, "ALLOW_NETWORK", False)
+    monkeypatch.setattr(network, "ALLOW_NETWORK", False)
     remote = OpenAIChatModel.from_spec("gpt-4o-mini", {"api_key": "sk-test", "max_retries": 0})
     with remote, pytest.raises(ModelUnavailable, match="ALLOW_NETWORK"):
-        remote.complete(ASK)
+        complete(remote, ASK)
     server.queue(chat_reply(content="still fine"))
     with _model(server) as local:  # loopback stays allowed
-        assert local.complete(ASK).text == "still fine"
+        assert complete(local, ASK).text == "still fine"
 
 
 def test_settings_come_from_arguments_then_environment(monkeypatch: pytest.MonkeyPatch,
@@ -236,7 +237,7 @@ def test_settings_come_from_arguments_then_environment(monkeypatch: pytest.Monke
     model = get_model("openai:qwen2.5-coder", {"backoff_s": 0})
     assert isinstance(model, OpenAIChatModel) and model.name == "openai:qwen2.5-coder"
     with model:
-        assert model.complete(ASK, max_tokens=5).text == "via env"
+        assert complete(model, ASK, max_tokens=5).text == "via env"
     assert server.requests[0].headers["Authorization"] == "Bearer sk-from-env"
     assert server.requests[0].body["model"] == "qwen2.5-coder"
 
@@ -244,7 +245,7 @@ def test_settings_come_from_arguments_then_environment(monkeypatch: pytest.Monke
 def test_openai_host_gets_max_completion_tokens() -> None:
     model = OpenAIChatModel.from_spec("gpt-4o-mini", {"api_key": "sk-test"})
     with model:
-        body = model.request_body(ASK, max_tokens=32)
+        body = model.request_body(ASK, settings=ModelSettings(max_tokens=32))
     assert body["max_completion_tokens"] == 32 and "max_tokens" not in body and "tools" not in body
 
 
@@ -254,7 +255,7 @@ def test_openai_host_gets_max_completion_tokens() -> None:
 def test_real_llama_cpp_server_chat_completion(llama_server: str) -> None:
     model = OpenAIChatModel.from_spec("qwen2.5-coder-1.5b", {"base_url": llama_server, "timeout_s": 300})
     with model:
-        done = model.complete([Message("system", "You are terse."),
+        done = complete(model, [Message("system", "You are terse."),
                                Message("user", "Reply with exactly one word: pong")],
                               max_tokens=8, temperature=0.0)
     assert "pong" in done.text.lower()
@@ -267,7 +268,7 @@ def test_real_llama_cpp_server_text_tool_call_is_recovered(llama_server: str) ->
     # (a fenced JSON object) and the backend turns it into a proposal.
     model = OpenAIChatModel.from_spec("qwen2.5-coder-1.5b", {"base_url": llama_server, "timeout_s": 300})
     with model:
-        done = model.complete([Message("system", "You are a parts assistant. Use tools when needed."),
+        done = complete(model, [Message("system", "You are a parts assistant. Use tools when needed."),
                                Message("user", "Is part BRK-220 in stock? Look it up.")],
                               [LOOKUP], max_tokens=80, temperature=0.0)
     assert [(c.name, c.arguments, c.parse_error) for c in done.tool_calls] == [

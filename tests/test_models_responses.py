@@ -15,11 +15,12 @@ import pytest
 
 pytest.importorskip("openai", reason="the openai extra is not installed")
 
+from fakes.complete import complete
 from fakes.openai_server import Reply, error_reply
 from fakes.responses_server import FakeResponsesServer, response_reply
 from toolcrib import Gate, GroupPolicy, Identifier, Principal, Registry, Runner, RunnerSettings, tool
 from toolcrib.errors import LimitExceeded, MissingDependency, ModelUnavailable
-from toolcrib.models import openai as openai_backend
+from toolcrib.models import network
 from toolcrib.models.base import Message, ToolCall, ToolSpec
 from toolcrib.models.registry import get_model
 from toolcrib.models.responses import OpenAIResponsesModel
@@ -87,7 +88,7 @@ def test_parallel_calls_keep_their_call_ids_and_are_answered_in_one_request(serv
                                                          ("lookup_part", '{"part_number": "BRK-220"}')]),
                  response_reply("Both found."))
     with _model(server) as model:
-        done = model.complete(ASK, [LOOKUP], tool_choice="required", max_tokens=64)
+        done = complete(model, ASK, [LOOKUP], tool_choice="required", max_tokens=64)
         assert done.text == "Checking both." and (done.tokens_in, done.tokens_out) == (40, 9)
         assert [(c.name, c.arguments) for c in done.tool_calls] == [
             ("lookup_part", {"part_number": "HLV-2205"}), ("lookup_part", {"part_number": "BRK-220"})]
@@ -95,7 +96,7 @@ def test_parallel_calls_keep_their_call_ids_and_are_answered_in_one_request(serv
         history = [*ASK, Message("assistant", done.text, tool_calls=done.tool_calls),
                    Message("tool", '{"ok": true}', tool_call_id=b.id),
                    Message("tool", '{"ok": true}', tool_call_id=a.id)]
-        assert model.complete(history, [LOOKUP]).text == "Both found."
+        assert complete(model, history, [LOOKUP]).text == "Both found."
     first, second = (r.body for r in server.requests)
     assert first["parallel_tool_calls"] is True and first["tool_choice"] == "required"
     assert first["max_output_tokens"] == 64
@@ -109,7 +110,7 @@ def test_malformed_arguments_become_a_parse_error_and_the_gate_refuses_them(serv
     server.queue(response_reply(calls=[("lookup_part", '{"part_number": "HLV-22')]),
                  response_reply("I could not look that up."))
     with _model(server) as model:
-        done = model.complete(ASK, [LOOKUP])
+        done = complete(model, ASK, [LOOKUP])
         (call,) = done.tool_calls
         assert call.arguments == {} and call.raw_arguments == '{"part_number": "HLV-22'
         assert call.parse_error and call.parse_error.startswith("invalid JSON")
@@ -143,9 +144,9 @@ def test_store_falls_back_to_resending_when_the_conversation_is_not_a_continuati
         server: FakeResponsesServer) -> None:
     server.queue(response_reply(calls=[("lookup_part", '{"part_number": "HLV-2205"}')]), response_reply("ok"))
     with _model(server, store=True) as model:
-        done = model.complete(ASK, [LOOKUP])
+        done = complete(model, ASK, [LOOKUP])
         other = ToolCall(id="call_elsewhere", name="lookup_part", arguments={"part_number": "HLV-2205"})
-        model.complete([*ASK, Message("assistant", "", tool_calls=(other,)),
+        complete(model, [*ASK, Message("assistant", "", tool_calls=(other,)),
                         Message("tool", "{}", tool_call_id=other.id)], [LOOKUP])
     assert done.tool_calls and "previous_response_id" not in server.requests[1].body
     assert len(server.requests[1].body["input"]) == 4
@@ -155,7 +156,7 @@ def test_401_is_not_retried_and_does_not_leak_the_key(server: FakeResponsesServe
     key = "sk-proj-SECRETabcdefghijklmnop1234"
     server.queue(error_reply(401, f"Incorrect API key provided: {key}.", code="invalid_api_key"))
     with _model(server, api_key=key) as model, pytest.raises(ModelUnavailable) as caught:
-        model.complete(ASK)
+        complete(model, ASK)
     message = str(caught.value)
     assert key not in message and "SECRET" not in message
     assert "HTTP 401" in message and "OPENAI_API_KEY" in message
@@ -167,7 +168,7 @@ def test_500s_are_retried_then_reported(server: FakeResponsesServer) -> None:
     server.queue(*[error_reply(500, "The server had an error")] * 3, response_reply("too late"))
     model = _model(server, max_retries=2)
     with model, pytest.raises(ModelUnavailable, match=r"HTTP 500 after 3 attempts: server error"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert model.retries == 2 and len(server.requests) == 3
 
 
@@ -177,20 +178,20 @@ def test_429_waits_for_retry_after_within_bounds(server: FakeResponsesServer) ->
     model = _model(server)
     started = time.perf_counter()
     with model:
-        assert model.complete(ASK).text == "ok"
+        assert complete(model, ASK).text == "ok"
     assert time.perf_counter() - started >= 0.4 and model.retries == 1
 
     server.queue(error_reply(429, "Rate limit reached", headers={"Retry-After": "3600"}))
     started = time.perf_counter()
     with _model(server) as model, pytest.raises(ModelUnavailable, match=r"HTTP 429.*retry after 3600 s"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert time.perf_counter() - started < 1.0  # not an hour's sleep inside a run
 
 
 def test_out_of_quota_is_not_retried(server: FakeResponsesServer) -> None:
     server.queue(error_reply(429, "You exceeded your current quota", code="insufficient_quota"))
     with _model(server) as model, pytest.raises(ModelUnavailable, match="out of quota"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert len(server.requests) == 1
 
 
@@ -199,14 +200,14 @@ def test_a_slow_server_times_out_within_the_configured_timeout(server: FakeRespo
     started = time.perf_counter()
     with _model(server, timeout_s=0.3) as model, pytest.raises(ModelUnavailable,
                                                                match=r"did not answer within 0.3 s .*timeout_s"):
-        model.complete(ASK)
+        complete(model, ASK)
     assert time.perf_counter() - started < 1.5 and len(server.requests) == 1
 
 
 def test_a_reply_cut_at_max_output_tokens_is_a_limit(server: FakeResponsesServer) -> None:
     server.queue(response_reply("The price is", status="incomplete", incomplete_reason="max_output_tokens"))
     with _model(server) as model, pytest.raises(LimitExceeded, match=r"output token limit \(16 tokens\)"):
-        model.complete(ASK, max_tokens=16)
+        complete(model, ASK, max_tokens=16)
 
 
 def test_azure_by_base_url_and_api_version() -> None:
@@ -215,7 +216,7 @@ def test_azure_by_base_url_and_api_version() -> None:
         model = OpenAIResponsesModel.from_spec("my-deployment", {"base_url": server.url, "api_key": "azure-key",
                                                                  "api_version": "2025-04-01-preview"})
         with model:
-            assert model.complete(ASK).text == "from Azure"
+            assert complete(model, ASK).text == "from Azure"
     (request,) = server.requests
     assert request.path == "/openai/responses?api-version=2025-04-01-preview"
     assert request.headers["api-key"] == "azure-key" and request.body["model"] == "my-deployment"
@@ -229,14 +230,14 @@ def test_spec_registry_network_guard_and_missing_sdk(monkeypatch: pytest.MonkeyP
     model = get_model("openai-responses:gpt-test", {"backoff_s": 0})
     assert isinstance(model, OpenAIResponsesModel) and model.name == "openai-responses:gpt-test"
     with model:
-        assert model.complete(ASK).text == "via the registry"
+        assert complete(model, ASK).text == "via the registry"
     assert "Authorization" not in server.requests[0].headers  # a server without a key gets none
 
-    monkeypatch.setattr(openai_backend, "ALLOW_NETWORK", False)
+    monkeypatch.setattr(network, "ALLOW_NETWORK", False)
     remote = OpenAIResponsesModel.from_spec("gpt-test", {"base_url": "https://api.openai.com/v1",
                                                          "api_key": "sk-test"})
     with remote, pytest.raises(ModelUnavailable, match="ALLOW_NETWORK"):
-        remote.complete(ASK)
+        complete(remote, ASK)
 
     monkeypatch.setitem(sys.modules, "openai", None)  # as if the extra were not installed
     with pytest.raises(MissingDependency, match=r"toolcrib\[openai\]"):
@@ -255,7 +256,7 @@ def test_optional_arguments_are_sent_as_strict_mode_wants_and_a_null_means_not_g
     server.queue(response_reply(calls=[("search_orders", '{"customer": "ACME", "status": null, '
                                                          '"window": {"days": 7, "from": null}}')]))
     with _model(server) as model:
-        done = model.complete(ASK, [search])
+        done = complete(model, ASK, [search])
     sent = server.requests[0].body["tools"][0]["parameters"]
     # strict mode: every property listed as required, the optional ones nullable (the API refuses otherwise)
     assert sent["required"] == ["customer", "status", "window"]

@@ -27,9 +27,9 @@ from openai.types.responses.response_output_text import AnnotationFileCitation, 
 from fakes.responses_server import FakeResponsesServer, response_reply
 from toolcrib import Gate, GroupPolicy, Identifier, Principal, Registry, Runner, RunnerSettings, Tracer, tool
 from toolcrib.errors import ConfigError
+from toolcrib.models.base import web_citation_id
 from toolcrib.models.responses import OpenAIResponsesModel, access_filter
 from toolcrib.trace.events import Event, EventKind
-from toolcrib.websearch.results import citation_id
 
 USER = Principal("alice", groups=frozenset({"support"}))
 RAN: list[str] = []
@@ -142,7 +142,7 @@ def test_url_citations_become_web_citations_like_the_builtin(server: FakeRespons
 
     assert server.requests[0].body["tools"][-1] == {"type": "web_search"}
     assert server.requests[0].body["include"] == ["web_search_call.action.sources"]
-    cid = citation_id(url)  # the id the web_search builtin gives the same page
+    cid = web_citation_id(url)  # the id the web_search builtin gives the same page
     assert answer.outcome == "answered" and answer.text == f"{text} [{cid}]"
     (cited,) = answer.citations
     assert (cited.id, cited.kind, cited.source) == (cid, "web", url)

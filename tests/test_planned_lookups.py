@@ -28,8 +28,8 @@ def ask(ws: Path, question: str, first: dict[str, Any], *, mode: str = "single",
         replies: tuple[str, ...] = ("Here is what I found.",)) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Ask with a model whose one decision is ``first`` (a call), then answers; the Answer and its trace."""
     script = ws.parent / f"script-{len(list(ws.parent.glob('script-*')))}.yaml"
-    script.write_text(yaml.safe_dump({"small_model": small, "replies": [{"tool_calls": [first]}, *replies]}),
-                      encoding="utf-8")
+    script.write_text(yaml.safe_dump({"profile": {"answer": "aided" if small else "native"},
+                                      "replies": [{"tool_calls": [first]}, *replies]}), encoding="utf-8")
     result = CliRunner().invoke(main, ["ask", question, "--model", f"scripted:{script}", "--workspace", str(ws),
                                        "--mode", mode, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output

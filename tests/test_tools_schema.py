@@ -319,23 +319,23 @@ def test_agentdojo_tools_register_and_the_gate_admits_every_ground_truth_call(su
 
 def test_one_parameter_the_grammar_cannot_express_is_left_open_and_the_other_tools_keep_theirs() -> None:
     pytest.importorskip("llama_cpp")
-    from toolcrib.models.local import _decision_schema_text, _grammar
+    from toolcrib.models.decision import decision_schema_text, grammar
 
     mode = ToolSpec("mount", "Mount.", mount.parameters)
     odd = ToolSpec("export", "Export.", {"type": "object", "properties": {
         "rows": {"type": "array", "items": {}},  # pydantic's `list`: an array of anything
         "extra": {"anyOf": [True, {"type": "null"}]},  # a boolean schema the converter cannot take
         "fmt": {"enum": ["csv", "tsv"]}}, "required": ["fmt"]})
-    gbnf: str = _grammar(_decision_schema_text([mode, odd], False))._grammar
+    gbnf: str = grammar(decision_schema_text([mode, odd], False))._grammar
     assert '"\\"rw\\""' in gbnf and '"\\"tsv\\""' in gbnf  # both tools keep their constrained parameters
     assert '"\\"rows\\""' in gbnf and '"\\"extra\\""' in gbnf
 
 
 def test_a_tool_the_grammar_cannot_express_at_all_is_named_in_the_error() -> None:
     pytest.importorskip("llama_cpp")
-    from toolcrib.models.local import _decision_schema_text
+    from toolcrib.models.decision import decision_schema_text
 
     broken = ToolSpec("broken", "Broken.", {"type": "object", "properties": {"a": {"type": "string"}},
                                             "anyOf": [True]})
     with pytest.raises(ConfigError, match="tool 'broken' cannot be offered to the local model"):
-        _decision_schema_text([ToolSpec("mount", "Mount.", mount.parameters), broken], False)
+        decision_schema_text([ToolSpec("mount", "Mount.", mount.parameters), broken], False)

@@ -19,10 +19,11 @@ from toolcrib import GroupPolicy, Principal, Registry, Runner, ScriptedModel
 from toolcrib.agent.runner import RunnerSettings
 from toolcrib.cli import main
 from toolcrib.errors import ToolFailed, ToolTimeout, ToolUnavailable
+from toolcrib.models.base import web_citation_id
 from toolcrib.tools.gate import Gate
 from toolcrib.websearch import BraveSearch, SearXNG, TavilySearch, WebResults, make_web_search_tool
 from toolcrib.websearch.providers import HTTPSearchProvider
-from toolcrib.websearch.results import citation_id, needs_current_data
+from toolcrib.websearch.results import needs_current_data
 from toolcrib.workspace import DEMO_SOURCE
 
 ALICE = Principal("alice", groups=frozenset({"support"}))
@@ -91,7 +92,7 @@ def test_a_failing_search_is_an_observation_and_the_run_says_it_cannot_reach_cur
 def test_hits_become_citations_with_url_and_title(server: SearchServer) -> None:
     tool = make_web_search_tool(SearXNG(f"{server.url}/searxng"))
     gate = Gate(Registry([tool]), GroupPolicy({"support": ["*"]}))
-    first = citation_id(HITS[0]["url"])
+    first = web_citation_id(HITS[0]["url"])
     model = ScriptedModel([{"tool_calls": [{"name": "web_search", "arguments": {"query": "berlin weather"}}]},
                            f"Berlin is sunny today at 21 °C [{first}]."])
     answer = Runner(model, gate).ask("What is the weather in Berlin today?", ALICE)
@@ -150,7 +151,7 @@ def test_toolcrib_ask_on_the_demo_returns_cited_results_from_a_local_searxng(
     ws = _demo(tmp_path, f'provider = "searxng"\nendpoint = "{server.url}/searxng"\ntimeout_s = 3')
     tools = CliRunner().invoke(main, ["tools", "--workspace", str(ws)]).output
     assert "web_search" in tools.split("Not offered here:")[0]
-    first = citation_id(HITS[0]["url"])
+    first = web_citation_id(HITS[0]["url"])
     model = _script(tmp_path, [{"tool_calls": [{"name": "web_search", "arguments": {"query": "Berlin weather"}}]},
                                f"Berlin is sunny today, 21 °C [{first}]."])
     answer = _ask(ws, "What is the weather in Berlin today?", model)

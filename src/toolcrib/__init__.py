@@ -15,9 +15,11 @@ from toolcrib.errors import (
     OperatorError,
     ToolcribError,
 )
-from toolcrib.models.base import Completion, HostedCall, HostedSource, Message, Model, ToolCall, ToolSpec
+from toolcrib.models.base import Completion, HostedCall, HostedSource, Message, Model, SyncModel, ToolCall, ToolSpec
+from toolcrib.models.profile import ModelProfile
 from toolcrib.models.registry import get_model, register_model
 from toolcrib.models.scripted import FunctionModel, ScriptedModel
+from toolcrib.models.settings import ModelSettings, RetrySettings
 from toolcrib.policy.approvals import ApprovalStore
 from toolcrib.policy.audit import AuditStore
 from toolcrib.policy.policy import AllowAll, Decision, GroupPolicy, Policy
@@ -77,15 +79,19 @@ __all__ = [
     "Message",
     "Model",
     "ModelFacingError",
+    "ModelProfile",
+    "ModelSettings",
     "OperatorError",
     "Policy",
     "Principal",
     "Registry",
+    "RetrySettings",
     "Runner",
     "RunnerSettings",
     "Scanner",
     "ScriptedModel",
     "Step",
+    "SyncModel",
     "Tool",
     "ToolCall",
     "ToolContext",

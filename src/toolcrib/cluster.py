@@ -201,8 +201,7 @@ class Cluster:
             "policy": {"dsn": dsn}, "retrieval": {"index": "pgvector", "dsn": dsn}}
         if model_url is not None:
             values["model"] = {"spec": f"openai:{MODEL_NAME}"}
-            values["model.settings"] = {"base_url": model_url, "timeout_s": self.settings.model_timeout_s,
-                                        "small_model": True}
+            values["model.settings"] = {"base_url": model_url, "timeout_s": self.settings.model_timeout_s}
         config = target / CONFIG_NAME
         config.write_text(shared_config(config.read_text(encoding="utf-8"), values), encoding="utf-8")
         shared = Workspace.open(target)  # the edited file still reads as a valid configuration

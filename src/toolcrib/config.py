@@ -41,10 +41,33 @@ class WorkspaceSection(_Section):
         return self
 
 
+class ModelProfileSection(_Section):
+    """``[model.profile]``: what the workspace says about its model, over what its backend and name give
+    (``toolcrib.models.profile.ModelProfile``); a field left out keeps the resolved value."""
+
+    # The answer path: "aided" (code plans lookups, states records, quotes passages; the answer is asked
+    # from an evidence brief under caps), "native" (the model's own conversation and answer). Unset: from
+    # the model's name (the embedded Qwen2.5-Coder-1.5B is aided wherever it is served), else native.
+    answer: Literal["aided", "native"] | None = None
+    tools: bool | None = None  # the model may be offered tools
+    parallel_calls: bool | None = None  # the model may propose several calls in one reply
+    strict_schemas: bool | None = None  # its provider holds call arguments to the tool's JSON Schema
+    # How tool calls come back: "api" (the provider's fields), "text_calls" (also written in the text, for an
+    # open model behind a server without a tool parser), "json_list" (the embedded model's grammar list)
+    prompt_format: Literal["api", "text_calls", "json_list"] | None = None
+    answer_tokens_per_ask: int | None = Field(None, gt=0)  # the aided answer's cap per thing asked (default 120)
+    answer_max_tokens: int | None = Field(None, gt=0)  # the aided answer's cap in all (default 200)
+
+    def overrides(self) -> dict[str, Any]:
+        """The fields the table sets."""
+        return {name: value for name, value in self.model_dump().items() if value is not None}
+
+
 class ModelSection(_Section):
     spec: str = "local"
     settings: dict[str, Any] = Field(default_factory=dict)
     max_tokens: int = Field(400, gt=0)
+    profile: ModelProfileSection = Field(default_factory=ModelProfileSection)
 
 
 class ToolsSection(_Section):

@@ -147,7 +147,7 @@ class Notifier:
 
     def _deliver(self, hook: WebhookSection, secret: bytes | None, delivery: str, event: WebhookEvent,
                  payload: dict[str, Any]) -> None:
-        from toolcrib.models._remote import ensure_network_allowed
+        from toolcrib.models.network import ensure_network_allowed
 
         body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()
         for attempt in range(1, hook.retries + 2):

@@ -554,7 +554,7 @@ class Workspace:
 
     def model(self, spec: str | None = None) -> Model:
         cfg = self.config.model
-        return get_model(spec or cfg.spec, cfg.settings)
+        return get_model(spec or cfg.spec, cfg.settings, cfg.profile.overrides())
 
     @cached_property
     def trace_exporter(self) -> JsonlExporter:

@@ -201,10 +201,10 @@ class Decide(Node):
     async def __call__(self, run: RunState, place: Place, flow: Flow) -> Edge:
         specs = _offer(run, flow)
         if run.reminded:
-            reply = flow.complete(run, specs, decided_by="code", title="Re-ask with evidence reminder",
+            reply = await flow.complete(run, specs, decided_by="code", title="Re-ask with evidence reminder",
                                   tool_choice="required")
         else:
-            reply = flow.complete(run, specs, decided_by="model", title="Model decides")
+            reply = await flow.complete(run, specs, decided_by="model", title="Model decides")
         return _decided(run, reply)
 
 
@@ -234,7 +234,7 @@ class RoundDecide(Node):
     async def __call__(self, run: RunState, place: Place, flow: Flow) -> Edge:
         specs = _offer(run, flow)
         run.rounds += 1
-        reply = flow.complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})",
+        reply = await flow.complete(run, specs, decided_by="model", title=f"Model decides (round {run.rounds})",
                               messages=flow.strategy.decision_messages(run),
                               decision_only=run.grounded and flow.strategy.aided)
         return _decided(run, reply)
@@ -349,7 +349,7 @@ class Write(Node):
     async def __call__(self, run: RunState, place: Place, flow: Flow) -> Edge:
         if run.cctx.offer is None:  # a resumed run: the native conversation's tools are offered again
             flow.calls.offer(run)
-        done = flow.strategy.answer(run, flow.complete)
+        done = await flow.strategy.answer(run, flow.complete)
         if done.outcome == "answered" and not done.code_wrote:
             run.model_text = done.text
             return Edge.TEXT

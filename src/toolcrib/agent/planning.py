@@ -129,8 +129,8 @@ class RequestedChange(Step):
         tool = asked[0]
         messages = [*(m for m in run.messages if m.role == "system"), Message("user", prompts.REQUESTED_CHANGE.format(
             question=run.question, found=" ".join(calls.records(run))[:_FOUND_CHARS] or "nothing"))]
-        reply = calls.complete(run, tool_specs([tool]), decided_by="code", tool_choice="required", messages=messages,
-                               title=f"Ask for the change the request asks for: {tool.name}")
+        reply = await calls.complete(run, tool_specs([tool]), decided_by="code", tool_choice="required",
+                                     messages=messages, title=f"Ask for the change the request asks for: {tool.name}")
         proposed = [c for c in reply.tool_calls if c.name == tool.name][:1]
         self.note(run, f"The request asks for a change after its lookups: {tool.name}",
                   calls=[c.to_dict() for c in proposed],

@@ -74,7 +74,7 @@ class Runner:
         self.runs = runs
         self.strategy = strategy_for(model, self.settings)
         complete = ModelTurns(model, self.settings)
-        self.calls = Calls(gate, self.settings, model.hosted_tools, complete=complete)
+        self.calls = Calls(gate, self.settings, model.profile.hosted_tools, complete=complete)
         self.flow = Flow(self.calls, Steps(steps, self.settings, aided=self.strategy.aided), complete, self.strategy,
                          self.settings, runs)
         self._example_id = _example_id(gate)

@@ -113,7 +113,7 @@ class RunState:
 class Complete(Protocol):
     """The runner's one way to ask the model (traced, counted, within the run's limits)."""
 
-    def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
-                 tool_choice: Literal["auto", "none", "required"] = "auto",
-                 messages: list[Message] | None = None, max_tokens: int | None = None,
-                 decision_only: bool = False) -> Completion: ...
+    async def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
+                       tool_choice: Literal["auto", "none", "required"] = "auto",
+                       messages: list[Message] | None = None, max_tokens: int | None = None,
+                       decision_only: bool = False) -> Completion: ...

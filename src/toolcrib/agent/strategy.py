@@ -1,4 +1,4 @@
-"""How the final answer is written, chosen per model by what the backend declares (``Model.small_model``).
+"""How the final answer is written, chosen per model by its profile (``ModelProfile.answer``).
 
 - ``AidedAnswer`` (the embedded model): the answer is asked from an evidence brief (each result under a
   short label, the request, today's date, what to answer), capped per thing asked; the small-model
@@ -41,25 +41,25 @@ class AnswerStrategy(ABC):
         self.settings = settings
 
     @abstractmethod
-    def answer(self, run: RunState, complete: Complete) -> Finish:
+    async def answer(self, run: RunState, complete: Complete) -> Finish:
         """The final answer for ``run``: the model's text, or how the run ends without one."""
 
     def decision_messages(self, run: RunState) -> list[Message]:
         """The conversation a loop round decides from: the run's, as it stands."""
         return run.messages
 
-    def _text(self, run: RunState, complete: Complete, messages: list[Message], specs: list[ToolSpec] | None,
+    async def _text(self, run: RunState, complete: Complete, messages: list[Message], specs: list[ToolSpec] | None,
               cap: int) -> Completion | None:
         """Ask with ``messages``; a reply that is not text is asked for once more (``text_retry``); None when
         the second is not text either."""
-        reply = complete(run, specs, decided_by="code", title="Ask for a final answer", messages=messages,
+        reply = await complete(run, specs, decided_by="code", title="Ask for a final answer", messages=messages,
                          tool_choice="none" if specs else "auto", max_tokens=cap)
         if reply.text.strip():
             return reply
         run.tracer.record(EventKind.EVIDENCE_RULE, "Asked again for a written answer", rule=StepId.TEXT_RETRY,
                           detail={"reason": "the reply to the final ask was not text",
                                   "tool_calls": [c.to_dict() for c in reply.tool_calls]})
-        reply = complete(run, specs, decided_by="code", title="Ask again for a written answer",
+        reply = await complete(run, specs, decided_by="code", title="Ask again for a written answer",
                          messages=[*messages, Message("user", prompts.TEXT_ONLY)],
                          tool_choice="none" if specs else "auto", max_tokens=cap)
         return reply if reply.text.strip() else None
@@ -76,10 +76,10 @@ class NativeAnswer(AnswerStrategy):
 
     aided = False
 
-    def answer(self, run: RunState, complete: Complete) -> Finish:
+    async def answer(self, run: RunState, complete: Complete) -> Finish:
         offer = run.cctx.offer
         specs = tool_specs(offer.tools) if offer is not None and offer.tools else None
-        reply = self._text(run, complete, run.messages, specs, self.settings.max_tokens)
+        reply = await self._text(run, complete, run.messages, specs, self.settings.max_tokens)
         return self._no_text(run) if reply is None else Finish(reply.text)
 
 
@@ -89,7 +89,7 @@ class AidedAnswer(AnswerStrategy):
 
     aided = True
 
-    def answer(self, run: RunState, complete: Complete) -> Finish:
+    async def answer(self, run: RunState, complete: Complete) -> Finish:
         brief = evidence_brief(run.evidence, run.outcomes)
         ids = ", ".join(brief.labels.values()) or "none"
         # what each version of a conflicting document says is quoted by code under the answer (the
@@ -110,7 +110,7 @@ class AidedAnswer(AnswerStrategy):
         settings = self.settings
         cap = min(settings.max_tokens, settings.answer_max_tokens, settings.answer_tokens_per_ask * asked)
         for attempt in range(2):
-            reply = self._text(run, complete, messages, None, cap)
+            reply = await self._text(run, complete, messages, None, cap)
             if reply is None:
                 return self._no_text(run)
             text, blanks = brief.cited_by_id(reply.text)
@@ -132,5 +132,13 @@ class AidedAnswer(AnswerStrategy):
 
 
 def strategy_for(model: Model, settings: RunnerSettings) -> AnswerStrategy:
-    """The strategy ``model`` declares: aided for a small model, native for any other."""
-    return AidedAnswer(settings) if model.small_model else NativeAnswer(settings)
+    """The strategy ``model``'s profile names: aided (with the profile's answer caps, where it sets them
+    over the runner's), or native."""
+    profile = model.profile
+    if not profile.aided:
+        return NativeAnswer(settings)
+    if profile.answer_tokens_per_ask is None and profile.answer_max_tokens is None:
+        return AidedAnswer(settings)
+    return AidedAnswer(replace(
+        settings, answer_tokens_per_ask=profile.answer_tokens_per_ask or settings.answer_tokens_per_ask,
+        answer_max_tokens=profile.answer_max_tokens or settings.answer_max_tokens))

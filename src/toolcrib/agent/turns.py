@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal, cast
 
 from toolcrib.agent.state import RunnerSettings, RunState
-from toolcrib.models.base import Completion, Decides, HostedCall, Message, Model, ReaderScoped, ToolSpec
+from toolcrib.models.base import Completion, HostedCall, Message, Model, ModelSettings, ReaderScoped, ToolSpec
 from toolcrib.trace.events import DecidedBy, EventKind
 
 
@@ -16,22 +16,21 @@ class ModelTurns:
     def __init__(self, model: Model, settings: RunnerSettings) -> None:
         self.model = model
         self.settings = settings
+        self.run_settings = ModelSettings(max_tokens=settings.max_tokens)  # the workspace's and the run's
         self._scoped = isinstance(model, ReaderScoped)  # a Protocol isinstance walks the protocol: once
 
-    def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
-                 tool_choice: Literal["auto", "none", "required"] = "auto",
-                 messages: list[Message] | None = None, max_tokens: int | None = None,
-                 decision_only: bool = False) -> Completion:
-        """Ask the model (``decision_only``: for calls, or for nothing more and no text, where it ``Decides``)."""
+    async def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
+                       tool_choice: Literal["auto", "none", "required"] = "auto",
+                       messages: list[Message] | None = None, max_tokens: int | None = None,
+                       decision_only: bool = False) -> Completion:
+        """Ask the model (``decision_only``: for calls, or for nothing more and no text, where it can say so)."""
         model = self.model
         if self._scoped:  # a provider that reads documents reads only the principal's
             model = cast(ReaderScoped, model).for_reader(sorted(run.principal.groups))
         messages = run.messages if messages is None else messages
-        if decision_only and specs and isinstance(model, Decides):
-            reply = model.decide(messages, specs)
-        else:
-            reply = model.complete(messages, specs or None, tool_choice=tool_choice,
-                                   max_tokens=max_tokens or self.settings.max_tokens)
+        asked = ModelSettings(tool_choice=tool_choice, max_tokens=max_tokens,
+                              decision_only=decision_only and bool(specs))
+        reply = await model.complete(messages, specs or None, self.run_settings.resolve(asked))
         run.tokens_in += reply.tokens_in
         run.tokens_out += reply.tokens_out
         if decided_by == "model":

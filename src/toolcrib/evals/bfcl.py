@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolcrib.agent.sync import run_sync
 from toolcrib.errors import ConfigError, ModelFacingError
 from toolcrib.evals.metrics import rate
-from toolcrib.models.base import Message, Model, ToolCall
+from toolcrib.models.base import Message, Model, ModelSettings, ToolCall
 from toolcrib.policy.policy import AllowAll
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
@@ -223,7 +224,7 @@ def run_entry(model: Model, entry: Mapping[str, Any], category: str, *, max_toke
     messages = [Message("system", SYSTEM)] + [Message("assistant" if m["role"] == "assistant" else "user",
                                                       str(m["content"])) for m in turns]
     start = time.perf_counter()
-    reply = model.complete(messages, specs, tool_choice="auto", max_tokens=max_tokens)
+    reply = run_sync(model.complete(messages, specs, ModelSettings(tool_choice="auto", max_tokens=max_tokens)))
     ms = (time.perf_counter() - start) * 1000
     calls = [(names.get(c.name, c.name), dict(c.arguments)) for c in reply.tool_calls]
     gate = Gate(registry, AllowAll())

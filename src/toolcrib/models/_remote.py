@@ -1,9 +1,10 @@
 """What every backend that calls a provider's SDK over HTTP shares.
 
-The network guard (tests allow only loopback), the HTTP client handed to the SDK, toolcrib's own
-bounded retries on top of an SDK told not to retry, and error messages that say what to do and never
-carry a key. Imports no SDK: each backend supplies its SDK's error classes (both official SDKs are
-generated from one template, so their errors share a shape: ``status_code``, ``response``, ``body``).
+The network guard (tests allow only loopback), the async HTTP client handed to the SDK (one per event
+loop: an async client's connections belong to the loop that opened them), toolcrib's own bounded retries
+on top of an SDK told not to retry, and error messages that say what to do and never carry a key. Imports
+no SDK: each backend supplies its SDK's error classes (both official SDKs are generated from one
+template, so their errors share a shape: ``status_code``, ``response``, ``body``).
 
 Why not the SDKs' own retries: they also retry read timeouts (a slow server would then take
 ``(max_retries + 1) * timeout_s``, not ``timeout_s``), 408 and 409, and they ignore ``Retry-After: 0``;
@@ -13,59 +14,33 @@ a bound. The SDKs' timeouts, typed requests and responses and typed errors are u
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
-import ipaddress
-import json
 import logging
 import random
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+import weakref
+from abc import abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import httpx
 
 from toolcrib.errors import ConfigError, ModelUnavailable
-from toolcrib.models.base import Model, ToolCall, ToolSpec
-from toolcrib.models.textcalls import new_call_id
+from toolcrib.models.base import Completion, Message, Model, ToolSpec
+from toolcrib.models.network import ensure_network_allowed, is_loopback
+from toolcrib.models.profile import profile_for
+from toolcrib.models.settings import ModelSettings, RetrySettings
 
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["ensure_network_allowed", "is_loopback"]
-
 log = logging.getLogger("toolcrib.models")
 
-_T = TypeVar("_T")
 _SECRETISH = re.compile(r"(\bsk-[A-Za-z0-9_\-*]{4,}|Bearer\s+\S+)")
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() in ("localhost", "localhost.localdomain") or host.lower().endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def ensure_network_allowed(url: object) -> None:
-    """Refuse a non-loopback host while ``toolcrib.models.openai.ALLOW_NETWORK`` is False.
-
-    The flag is read at call time from the module where the test suite sets it (conftest).
-    """
-    from toolcrib.models import openai as flag_home
-
-    if flag_home.ALLOW_NETWORK:
-        return
-    host = httpx.URL(str(url)).host
-    if not is_loopback(host):
-        raise ModelUnavailable(
-            f"network access to '{host}' is blocked (toolcrib.models.openai.ALLOW_NETWORK is False, "
-            "as in the test suite); only loopback servers may be contacted"
-        )
 
 
 def guarded_http_client(base_url: str, timeout_s: float) -> httpx2.Client:
@@ -77,9 +52,64 @@ def guarded_http_client(base_url: str, timeout_s: float) -> httpx2.Client:
     def guard(request: httpx2.Request) -> None:
         ensure_network_allowed(request.url)
 
-    host = httpx.URL(base_url).host
     return httpx2.Client(timeout=httpx2.Timeout(timeout_s), follow_redirects=False,
-                         trust_env=not is_loopback(host), event_hooks={"request": [guard]})
+                         trust_env=not is_loopback(httpx.URL(base_url).host), event_hooks={"request": [guard]})
+
+
+def guarded_async_http_client(base_url: str, timeout_s: float) -> httpx2.AsyncClient:
+    """``guarded_http_client`` for an SDK's async client."""
+    import httpx2
+
+    async def guard(request: httpx2.Request) -> None:
+        ensure_network_allowed(request.url)
+
+    return httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s), follow_redirects=False,
+                              trust_env=not is_loopback(httpx.URL(base_url).host), event_hooks={"request": [guard]})
+
+
+class _Closeable(Protocol):
+    async def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Closeable)
+_T = TypeVar("_T")
+
+
+class LoopClients(Generic[_C]):
+    """One SDK client per event loop, made on first use there: the sync API runs each thread's runs on
+    that thread's own loop, and an async client's pooled connections cannot move between loops."""
+
+    def __init__(self, make: Callable[[], _C]) -> None:
+        self._make = make
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _C] = weakref.WeakKeyDictionary()
+
+    def get(self) -> _C:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = self._make()
+        return client
+
+    def close(self) -> None:
+        """Close each loop's client: now where its loop is idle, as a task where it runs; a closed loop's
+        connections went with it."""
+        clients, self._clients = list(self._clients.items()), weakref.WeakKeyDictionary()
+        for loop, client in clients:
+            if loop.is_closed():
+                continue
+            if loop.is_running():
+                loop.call_soon_threadsafe(_close_on, loop, client)
+            else:
+                loop.run_until_complete(client.close())
+
+
+_CLOSING: set[asyncio.Task[None]] = set()  # closing tasks, held until done
+
+
+def _close_on(loop: asyncio.AbstractEventLoop, client: _Closeable) -> None:
+    task = loop.create_task(client.close())
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
 
 
 @dataclass(frozen=True)
@@ -108,34 +138,57 @@ class _Failure:
         return self.kind in ("connect_timeout", "connection")
 
 
-class RemoteModel(Model):
-    """Base of the SDK-backed backends: settings every remote model has and the call with retries."""
+class RemoteModel(Model, Generic[_C]):
+    """Base of the SDK-backed backends: what every remote model has, and ``complete`` as one request
+    body sent with retries and read back (each backend writes ``request_body``, ``_send``, ``_completion``)."""
 
     env_api_key: str = "OPENAI_API_KEY"
     env_base_url: str = "OPENAI_BASE_URL"
     sdk_errors: SDKErrors
+    _clients: LoopClients[_C]
 
-    def __init__(self, model: str, *, base_url: str, api_key: str | None, timeout_s: float, max_retries: int,
-                 backoff_s: float, max_backoff_s: float, max_retry_after_s: float) -> None:
+    def __init__(self, model: str, *, base_url: str, api_key: str | None, retry: RetrySettings | None) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
-        self.max_retry_after_s = max_retry_after_s
+        self.retry = retry or RetrySettings()
         self.retries = 0  # retried attempts over this instance's life (429, 5xx, connection errors)
         self._api_key = api_key
+        self.profile = profile_for(model, type(self).profile)  # the family the name belongs to
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None,
+                       settings: ModelSettings | None = None) -> Completion:
+        resolved = self.settings.resolve(settings)
+        body = self.request_body(messages, tools, resolved)
+        started = time.perf_counter()
+        reply = await self._call(lambda: self._send(self._clients.get(), body))
+        return self._completion(reply, (time.perf_counter() - started) * 1000.0, messages, tools, resolved)
+
+    @abstractmethod
+    def request_body(self, messages: list[Message], tools: list[ToolSpec] | None = None,
+                     settings: ModelSettings | None = None) -> dict[str, Any]:
+        """The fields of the request (public, so callers can log or inspect it)."""
+
+    @abstractmethod
+    async def _send(self, client: _C, body: dict[str, Any]) -> Any:
+        """One SDK request with ``body``."""
+
+    @abstractmethod
+    def _completion(self, reply: Any, ms: float, messages: list[Message], tools: list[ToolSpec] | None,
+                    settings: ModelSettings) -> Completion:
+        """The provider's reply as a ``Completion``."""
+
+    def close(self) -> None:
+        self._clients.close()
 
     # --- the call with retries --------------------------------------------------------------
 
-    def _call(self, send: Callable[[], _T]) -> _T:
+    async def _call(self, send: Callable[[], Awaitable[_T]]) -> _T:
         """``send()`` (one SDK request, SDK retries off), retried on 429/5xx/connection failures."""
         ensure_network_allowed(self.base_url)
         attempt = 0
         while True:
             try:
-                return send()
+                return await send()
             except ModelUnavailable:  # the network guard, from the HTTP client's request hook
                 raise
             except self.sdk_errors.connection as exc:
@@ -149,10 +202,10 @@ class RemoteModel(Model):
             except ValueError:  # a 200 whose body is not JSON
                 failure = _Failure("bad_body")
             # Raised outside the except blocks: nothing is chained to the error a user sees.
-            if failure.retryable and attempt < self.max_retries:
+            if failure.retryable and attempt < self.retry.max_retries:
                 delay = self._delay(attempt, failure.retry_after)
                 if delay is not None:
-                    self._wait(attempt, delay, failure)
+                    await self._wait(attempt, delay, failure)
                     attempt += 1
                     continue
             raise ModelUnavailable(self._message(failure, attempt))
@@ -176,19 +229,19 @@ class RemoteModel(Model):
     def _delay(self, attempt: int, retry_after_s: float | None) -> float | None:
         """Seconds to wait before the next attempt; None when the server asks for more than the bound."""
         if retry_after_s is not None:
-            if retry_after_s > self.max_retry_after_s:
+            if retry_after_s > self.retry.max_retry_after_s:
                 return None
             return max(retry_after_s, 0.0)
-        backoff: float = min(self.backoff_s * (2.0 ** attempt), self.max_backoff_s)
+        backoff: float = min(self.retry.backoff_s * (2.0 ** attempt), self.retry.max_backoff_s)
         return backoff * random.uniform(0.5, 1.0)
 
-    def _wait(self, attempt: int, delay: float, failure: _Failure) -> None:
+    async def _wait(self, attempt: int, delay: float, failure: _Failure) -> None:
         why = f"HTTP {failure.status}" if failure.kind == "status" else failure.cause or failure.kind
-        log.warning("model request retry %d/%d in %.2f s: %s from %s", attempt + 1, self.max_retries, delay, why,
-                    self._where)
+        log.warning("model request retry %d/%d in %.2f s: %s from %s", attempt + 1, self.retry.max_retries, delay,
+                    why, self._where)
         self.retries += 1
         if delay > 0:
-            time.sleep(delay)
+            await asyncio.sleep(delay)
 
     @property
     def _where(self) -> str:
@@ -198,7 +251,7 @@ class RemoteModel(Model):
         where = self._where
         tried = f" after {attempt + 1} attempts" if attempt else ""
         if failure.kind == "timeout":
-            return f"the model server at {where} did not answer within {self.timeout_s:g} s (setting 'timeout_s')"
+            return f"the model server at {where} did not answer within {self.retry.timeout_s:g} s (setting 'timeout_s')"
         if failure.kind in ("connection", "connect_timeout"):
             return (f"cannot reach the model server at {self.base_url}{tried or ' after 1 attempt'} ({failure.cause}); "
                     f"check 'base_url' / {self.env_base_url} and that the server runs")
@@ -213,9 +266,9 @@ class RemoteModel(Model):
             hint = f"not found: check the model name '{self.model}' and 'base_url' / {self.env_base_url}"
         elif status == 429:
             hint = "rate limited or out of quota"
-            if failure.retry_after is not None and failure.retry_after > self.max_retry_after_s:
+            if failure.retry_after is not None and failure.retry_after > self.retry.max_retry_after_s:
                 hint += (f"; the server asked to retry after {failure.retry_after:g} s, more than the "
-                         f"{self.max_retry_after_s:g} s toolcrib waits")
+                         f"{self.retry.max_retry_after_s:g} s toolcrib waits")
         elif status >= 500:
             hint = "server error"
         else:
@@ -228,112 +281,6 @@ class RemoteModel(Model):
         if self._api_key:
             text = text.replace(self._api_key, "***")
         return _SECRETISH.sub("***", text)[:300]
-
-
-# --- shared pieces of the wire formats -----------------------------------------------------------
-
-
-def tool_call_from_json(call_id: str | None, name: str, arguments: object) -> ToolCall:
-    """A ToolCall from arguments as a provider sent them: a JSON string (or an object); a string that
-    is not a JSON object gives an empty ``arguments`` and a ``parse_error`` the gate refuses with."""
-    call_id = call_id or new_call_id()
-    if isinstance(arguments, dict):
-        return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=json.dumps(arguments))
-    text = arguments if isinstance(arguments, str) else ""
-    if not text.strip():
-        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=text)
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=text,
-                        parse_error=f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
-    if not isinstance(parsed, dict):
-        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=text,
-                        parse_error=f"arguments must be a JSON object, got {type(parsed).__name__}")
-    return ToolCall(id=call_id, name=name, arguments=parsed, raw_arguments=text)
-
-
-def openai_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` as OpenAI's strict mode (function tools with ``strict: true``) takes it: every object
-    lists all its properties as required, and one that was optional accepts null instead. A null the
-    model sends for such a property means "not given": ``drop_optional_nulls`` removes it again, so
-    the gate validates exactly what it would have without the rewrite (defaults apply)."""
-    strict: dict[str, Any] = _strict_node(schema)
-    return strict
-
-
-def _strict_node(node: Any) -> Any:
-    if not isinstance(node, Mapping):
-        return node
-    out = dict(node)
-    for key in ("items", "additionalProperties", "not"):
-        if isinstance(out.get(key), Mapping):
-            out[key] = _strict_node(out[key])
-    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-        if isinstance(out.get(key), list):
-            out[key] = [_strict_node(n) for n in out[key]]
-    for key in ("$defs", "definitions"):
-        if isinstance(out.get(key), Mapping):
-            out[key] = {name: _strict_node(n) for name, n in out[key].items()}
-    properties = out.get("properties")
-    if isinstance(properties, Mapping):
-        required = set(out.get("required") or ())
-        out["properties"] = {name: _strict_node(p) if name in required else _nullable(_strict_node(p))
-                             for name, p in properties.items()}
-        out["required"] = list(properties)
-    return out
-
-
-def _nullable(schema: Any) -> Any:
-    if not isinstance(schema, Mapping):
-        return schema
-    kind = schema.get("type")
-    if "enum" in schema and None not in schema["enum"]:
-        schema = {**schema, "enum": [*schema["enum"], None]}
-    if isinstance(kind, str):
-        return schema if kind == "null" else {**schema, "type": [kind, "null"]}
-    if isinstance(kind, list):
-        return schema if "null" in kind else {**schema, "type": [*kind, "null"]}
-    if isinstance(schema.get("anyOf"), list):
-        if any(isinstance(o, Mapping) and o.get("type") == "null" for o in schema["anyOf"]):
-            return schema
-        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
-    return {"anyOf": [schema, {"type": "null"}]}
-
-
-def drop_optional_nulls(calls: tuple[ToolCall, ...], tools: Sequence[ToolSpec] | None) -> tuple[ToolCall, ...]:
-    """The calls without the null arguments ``openai_strict`` made the model send for optional
-    properties (top level and nested objects); any other value, a null for a required property
-    included, is left for the gate to judge."""
-    schemas = {t.name: t.parameters for t in tools or ()}
-    out = []
-    for call in calls:
-        schema = schemas.get(call.name)
-        cleaned = _without_nulls(call.arguments, schema) if schema and not call.parse_error else call.arguments
-        out.append(call if cleaned == call.arguments else replace(call, arguments=cleaned))
-    return tuple(out)
-
-
-def _without_nulls(value: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return value
-    required = set(schema.get("required") or ())
-    out = {}
-    for name, item in value.items():
-        if item is None and name in properties and name not in required:
-            continue
-        sub = properties.get(name)
-        out[name] = _without_nulls(item, sub) if isinstance(item, dict) and isinstance(sub, Mapping) else item
-    return out
-
-
-def wire_arguments(call: ToolCall) -> str:
-    """A call's arguments as sent back in a conversation: as the model wrote them when they did not
-    parse (so it can see its mistake), else the parsed object as JSON."""
-    if call.parse_error and call.raw_arguments is not None:
-        return call.raw_arguments
-    return json.dumps(call.arguments, ensure_ascii=False)
 
 
 def _error_detail(body: object) -> tuple[str, str]:
@@ -380,17 +327,6 @@ def count(value: Any) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def number_setting(settings: Mapping[str, Any], key: str, default: float, *, minimum: float) -> float:
-    value = settings.get(key, default)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"expected a number, got {value!r}", key=key) from None
-    if number < minimum:
-        raise ConfigError(f"expected a number >= {minimum:g}, got {value!r}", key=key)
-    return number
-
-
 def bool_setting(settings: Mapping[str, Any], key: str, default: bool) -> bool:
     value = settings.get(key, default)
     if isinstance(value, bool):
@@ -422,14 +358,3 @@ def url_setting(settings: Mapping[str, Any], env: Mapping[str, str], env_name: s
         raise ConfigError(f"base_url must start with http:// or https://, got '{base_url}' "
                           f"(setting 'base_url' or environment variable {env_name})", key="base_url")
     return base_url
-
-
-def common_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """timeout_s, max_retries, backoff_s, max_backoff_s and max_retry_after_s from settings."""
-    return {
-        "timeout_s": number_setting(settings, "timeout_s", 60.0, minimum=0.001),
-        "max_retries": int(number_setting(settings, "max_retries", 3, minimum=0)),
-        "backoff_s": number_setting(settings, "backoff_s", 0.5, minimum=0.0),
-        "max_backoff_s": number_setting(settings, "max_backoff_s", 8.0, minimum=0.0),
-        "max_retry_after_s": number_setting(settings, "max_retry_after_s", 60.0, minimum=0.0),
-    }

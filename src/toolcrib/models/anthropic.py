@@ -20,26 +20,26 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolcrib.errors import ConfigError, LimitExceeded, MissingDependency
 from toolcrib.models._remote import (
+    LoopClients,
     RemoteModel,
     SDKErrors,
-    common_settings,
     count,
-    guarded_http_client,
+    guarded_async_http_client,
     model_setting,
-    number_setting,
-    tool_call_from_json,
     url_setting,
 )
-from toolcrib.models.base import Completion, Message, ToolCall, ToolChoice, ToolSpec
+from toolcrib.models.base import Completion, Message, ModelProfile, ModelSettings, ToolCall, ToolSpec
 from toolcrib.models.openai import resolve_api_key
+from toolcrib.models.settings import RetrySettings, number_setting
+from toolcrib.models.wire import tool_call_from_json
 
 if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
     from anthropic.types import Message as AnthropicMessage
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicModel", "request_messages"]
@@ -53,41 +53,29 @@ _TOOL_CHOICE: dict[str, dict[str, str]] = {"auto": {"type": "auto"}, "none": {"t
 _LIMIT_STOPS = {"max_tokens": "its output token limit", "model_context_window_exceeded": "the context window"}
 
 
-class AnthropicModel(RemoteModel):
+class AnthropicModel(RemoteModel["AsyncAnthropic"]):
     """A Claude model over the Messages API, with parallel tool use and bounded retries."""
 
-    supports_tools = True
-    supports_parallel_calls = True
-    supports_strict = True
+    profile = ModelProfile(parallel_calls=True, strict_schemas=True)
     env_api_key = "ANTHROPIC_API_KEY"
     env_base_url = "ANTHROPIC_BASE_URL"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key: str | None = None,
-        max_tokens: int = 4096,
-        timeout_s: float = 60.0,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 8.0,
-        max_retry_after_s: float = 60.0,
-    ) -> None:
+    def __init__(self, model: str, *, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
+                 max_tokens: int = 4096, retry: RetrySettings | None = None) -> None:
         if not model:
             raise ConfigError("the model name is empty; use a spec like 'anthropic:claude-sonnet-4-5'", key="model")
-        super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries,
-                         backoff_s=backoff_s, max_backoff_s=max_backoff_s, max_retry_after_s=max_retry_after_s)
+        super().__init__(model, base_url=base_url, api_key=api_key, retry=retry)
         self.name = f"anthropic:{model}"
-        self.max_tokens = max_tokens
+        self.settings = ModelSettings(max_tokens=max_tokens)  # the API needs one; a run's own wins
         try:
             import anthropic as sdk
         except ImportError:
             raise MissingDependency("the Anthropic backend (anthropic:MODEL)", "anthropic") from None
+        timeout_s = self.retry.timeout_s
         # Credentials are passed explicitly, so the SDK reads no key or profile of its own.
-        self._client = sdk.Anthropic(api_key=api_key or "unused", base_url=self.base_url, timeout=timeout_s,
-                                     max_retries=0, http_client=guarded_http_client(self.base_url, timeout_s))
+        self._clients = LoopClients(lambda: sdk.AsyncAnthropic(
+            api_key=api_key or "unused", base_url=self.base_url, timeout=timeout_s, max_retries=0,
+            http_client=guarded_async_http_client(self.base_url, timeout_s)))
         self._headers: dict[str, Any] = {} if api_key else {"Authorization": sdk.omit}
         self.sdk_errors = SDKErrors(base=sdk.AnthropicError, status=sdk.APIStatusError, timeout=sdk.APITimeoutError,
                                     connection=sdk.APIConnectionError)
@@ -99,56 +87,41 @@ class AnthropicModel(RemoteModel):
         base_url = url_setting(settings, os.environ, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
         api_key = resolve_api_key(settings, base_url, env_names=("ANTHROPIC_API_KEY",), required_host=_ANTHROPIC_HOST)
         max_tokens = int(number_setting(settings, "max_tokens", 4096, minimum=1))
-        return cls(model, base_url=base_url, api_key=api_key, max_tokens=max_tokens, **common_settings(settings))
+        return cls(model, base_url=base_url, api_key=api_key, max_tokens=max_tokens,
+                   retry=RetrySettings.from_settings(settings))
 
     # --- the call ---------------------------------------------------------------------------
 
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
-        body = self.request_body(messages, tools, tool_choice=tool_choice, max_tokens=max_tokens)
-        extra = {"temperature": temperature} if temperature is not None else None
-        started = time.perf_counter()
-        reply = self._call(lambda: self._client.messages.create(**body, extra_body=extra,
-                                                                 extra_headers=self._headers))
-        ms = (time.perf_counter() - started) * 1000.0
-        return self._completion(reply, ms, body["max_tokens"])
-
-    def request_body(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-    ) -> dict[str, Any]:
-        """The fields sent to ``/v1/messages``, for a caller to log or inspect."""
+    def request_body(self, messages: list[Message], tools: list[ToolSpec] | None = None,
+                     settings: ModelSettings | None = None) -> dict[str, Any]:
+        """The fields sent to ``/v1/messages`` (a temperature goes as an extra field), to log or inspect."""
+        resolved = self.settings.resolve(settings)
         system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
-        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens or self.max_tokens,
+        body: dict[str, Any] = {"model": self.model, "max_tokens": resolved.max_tokens,
                                 "messages": request_messages(messages)}
         if system:
             body["system"] = system
         if tools:
             body["tools"] = [_wire_tool(t) for t in tools]
-            body["tool_choice"] = _TOOL_CHOICE[tool_choice]
+            body["tool_choice"] = _TOOL_CHOICE[resolved.choice]
+        if resolved.temperature is not None:
+            body["temperature"] = resolved.temperature
         return body
 
-    def close(self) -> None:
-        self._client.close()
+    async def _send(self, client: AsyncAnthropic, body: dict[str, Any]) -> AnthropicMessage:
+        fields = {k: v for k, v in body.items() if k != "temperature"}
+        extra = {"temperature": body["temperature"]} if "temperature" in body else None
+        reply: AnthropicMessage = await client.messages.create(**fields, extra_body=extra, extra_headers=self._headers)
+        return reply
 
     # --- the response -------------------------------------------------------------------------
 
-    def _completion(self, reply: AnthropicMessage, ms: float, max_tokens: int) -> Completion:
+    def _completion(self, reply: AnthropicMessage, ms: float, messages: list[Message], tools: list[ToolSpec] | None,
+                    settings: ModelSettings) -> Completion:
         stop = str(getattr(reply, "stop_reason", "") or "")
         if stop in _LIMIT_STOPS:
             raise LimitExceeded(f"the model's reply was cut off at {_LIMIT_STOPS[stop]} "
-                                f"(stop reason '{stop}', max_tokens {max_tokens})")
+                                f"(stop reason '{stop}', max_tokens {settings.max_tokens})")
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in getattr(reply, "content", None) or []:

@@ -1,17 +1,35 @@
-"""The model seam: messages in, a completion (text and/or tool-call proposals) out."""
+"""The model seam: messages in, a completion (text and/or tool-call proposals) out.
+
+``Model.complete(messages, tools, settings)`` is async, for every backend: a remote one awaits its
+provider's async client; one whose call blocks (llama.cpp) or is cheap (the fakes) is a ``SyncModel``.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Self, runtime_checkable
+
+from toolcrib.models.profile import ModelProfile
+from toolcrib.models.settings import ModelSettings, ToolChoice
 
 if TYPE_CHECKING:
     from toolcrib.models.weights import ProgressCallback
 
+__all__ = ["Completion", "HostedCall", "HostedSource", "Loadable", "Message", "Model", "ModelProfile",
+           "ModelSettings", "Prefillable", "ReaderScoped", "SyncModel", "ToolCall", "ToolChoice", "ToolSpec",
+           "web_citation_id"]
+
 Role = Literal["system", "user", "assistant", "tool"]
-ToolChoice = Literal["auto", "none", "required"]
+
+
+def web_citation_id(url: str) -> str:
+    """A web page's stable citation id (``web#<hash of the URL>``): the same page found twice, by the
+    ``web_search`` builtin or by a provider's hosted search, is one source."""
+    return "web#" + hashlib.sha256(url.encode()).hexdigest()[:10]
 
 
 @dataclass(frozen=True)
@@ -71,11 +89,7 @@ class HostedSource:
     @property
     def citation(self) -> str:
         """``file#<file id>``, or ``web#<hash of the URL>`` as the ``web_search`` builtin cites a page."""
-        if self.kind == "file":
-            return f"file#{self.ref}"
-        from toolcrib.websearch.results import citation_id  # one definition of a web page's id
-
-        return citation_id(self.ref)
+        return f"file#{self.ref}" if self.kind == "file" else web_citation_id(self.ref)
 
 
 @dataclass(frozen=True)
@@ -116,29 +130,18 @@ class Completion:
 
 
 class Model(ABC):
-    """A language model backend. Capabilities are declared on the class, never sniffed by callers."""
+    """A language model backend. What it is and can do is its ``profile``, never sniffed by callers;
+    ``settings`` are its own defaults, under the workspace's, the run's and the call's."""
 
-    supports_tools: bool = True
-    supports_parallel_calls: bool = False
-    supports_strict: bool = False
-    hosted_tools: tuple[str, ...] = ()  # tools the provider runs itself, by workspace configuration
-    # a small model: the runner aids it (planned lookups, answers code writes from records and passages,
-    # the final answer asked from an evidence brief, answer caps): agent.strategy.AidedAnswer. Any other
-    # gets the native conversation, its tool results as tool messages, and writes its own answer.
-    small_model: bool = False
+    profile: ModelProfile = ModelProfile()
+    settings: ModelSettings = ModelSettings()
     name: str = "model"
 
     @abstractmethod
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
-        """Return the model's next reply to ``messages``, offering ``tools`` when given."""
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None,
+                       settings: ModelSettings | None = None) -> Completion:
+        """The model's next reply to ``messages``, offering ``tools`` when given, under ``settings``
+        resolved over the model's own (``self.settings.resolve(settings)``)."""
 
     def close(self) -> None:
         """Release resources (connections, loaded weights). Default: nothing to release."""
@@ -148,6 +151,29 @@ class Model(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SyncModel(Model):
+    """A backend whose call is plain blocking code (``complete_sync``), awaited once here for all of them.
+
+    ``blocking``: the call holds the thread for long (llama.cpp: seconds of CPU per reply), so it runs in a
+    worker thread and the event loop keeps serving other runs; otherwise (the fakes: microseconds) it runs
+    inline, where a thread hop would cost more than the call (measured on 2 shared cores: a reply through
+    ``asyncio.to_thread`` 175-230 us, inline 3-6 us; the embedded model's reply is seconds)."""
+
+    blocking: ClassVar[bool] = False
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None,
+                       settings: ModelSettings | None = None) -> Completion:
+        resolved = self.settings.resolve(settings)
+        if self.blocking:
+            return await asyncio.to_thread(self.complete_sync, messages, tools, resolved)
+        return self.complete_sync(messages, tools, resolved)
+
+    @abstractmethod
+    def complete_sync(self, messages: list[Message], tools: list[ToolSpec] | None,
+                      settings: ModelSettings) -> Completion:
+        """The reply, computed on the calling thread; ``settings`` already resolved."""
 
 
 @runtime_checkable
@@ -171,18 +197,6 @@ class Prefillable(Protocol):
 
     def prefill(self, messages: list[Message], tools: list[ToolSpec]) -> float:
         """Evaluate and keep that start now; return the milliseconds it took (0 when it was kept before)."""
-        ...
-
-
-@runtime_checkable
-class Decides(Protocol):
-    """The capability of a backend that can be asked for a decision alone: calls, or a reply with no text
-    that calls nothing more. The runner asks so where code writes the answer from the evidence anyway (the
-    aided strategy in loop mode): a small model on a CPU writes ~15 tokens a second, so an answer nobody
-    reads costs seconds. Checked with ``isinstance``."""
-
-    def decide(self, messages: list[Message], tools: list[ToolSpec]) -> Completion:
-        """Calls to make, or a ``Completion`` with no calls and no text; ``complete`` with ``tools`` otherwise."""
         ...
 
 

@@ -1,13 +1,16 @@
-"""Registers the built-in model backends. Each factory imports its module lazily; a backend whose SDK
-is an extra (openai, openai-responses, anthropic) raises MissingDependency naming it when it is missing."""
+"""The built-in model backends' factories. Each imports its module lazily; a backend whose SDK is an extra
+(openai, openai-responses, anthropic) raises MissingDependency naming it when it is missing. The registry
+reads ``BUILTINS``; nothing here imports the registry."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolcrib.models.base import Model
-from toolcrib.models.registry import register_model
+
+# A factory takes the part of the spec after the first ":" (may be "") and backend settings.
+ModelFactory = Callable[[str, Mapping[str, Any]], Model]
 
 
 def _local(rest: str, settings: Mapping[str, Any]) -> Model:
@@ -52,10 +55,12 @@ def _dry(rest: str, settings: Mapping[str, Any]) -> Model:
     return DryModel.from_spec(rest, settings)
 
 
-register_model("local", _local)
-register_model("openai", _openai)
-register_model("openai-responses", _openai_responses)
-register_model("anthropic", _anthropic)
-register_model("scripted", _scripted)
-register_model("dry", _dry)
-register_model("function", _function)
+BUILTINS: dict[str, ModelFactory] = {
+    "local": _local,
+    "openai": _openai,
+    "openai-responses": _openai_responses,
+    "anthropic": _anthropic,
+    "scripted": _scripted,
+    "dry": _dry,
+    "function": _function,
+}

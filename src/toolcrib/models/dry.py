@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolcrib.errors import ConfigError
-from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolChoice, ToolSpec
+from toolcrib.models.base import Completion, Message, ModelProfile, ModelSettings, SyncModel, ToolCall, ToolSpec
 from toolcrib.models.pricing import Price, price_for
+from toolcrib.models.settings import number_setting
 
 __all__ = ["DryModel", "estimate_tokens", "placeholder_arguments"]
 
@@ -31,12 +32,10 @@ def estimate_tokens(text: str, chars_per_token: float = 4.0) -> int:
     return math.ceil(len(text) / chars_per_token) if text else 0
 
 
-class DryModel(Model):
+class DryModel(SyncModel):
     """A model that answers instantly, for nothing, and keeps the projected bill."""
 
-    supports_tools = True
-    supports_parallel_calls = False
-    supports_strict = True
+    profile = ModelProfile(strict_schemas=True)
 
     def __init__(
         self,
@@ -64,27 +63,21 @@ class DryModel(Model):
         model = rest or str(settings.get("model") or "gpt-4o-mini")
         price: Price | None = None
         if "input_usd_per_mtok" in settings or "output_usd_per_mtok" in settings:
-            price = Price(_number(settings, "input_usd_per_mtok", 0.0), _number(settings, "output_usd_per_mtok", 0.0))
-        output_tokens = int(_number(settings, "output_tokens", 256))
-        chars_per_token = _number(settings, "chars_per_token", 4.0)
+            price = Price(number_setting(settings, "input_usd_per_mtok", 0.0, minimum=0.0),
+                          number_setting(settings, "output_usd_per_mtok", 0.0, minimum=0.0))
+        output_tokens = int(number_setting(settings, "output_tokens", 256, minimum=0.0))
+        chars_per_token = number_setting(settings, "chars_per_token", 4.0, minimum=0.0)
         if chars_per_token <= 0:
             raise ConfigError("expected a number > 0", key="chars_per_token")
         return cls(model, price=price, output_tokens=output_tokens, chars_per_token=chars_per_token)
 
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
+    def complete_sync(self, messages: list[Message], tools: list[ToolSpec] | None,
+                      settings: ModelSettings) -> Completion:
         tokens_in = self.count_input_tokens(messages, tools)
-        tokens_out = max_tokens if max_tokens is not None else self.output_tokens
+        tokens_out = settings.max_tokens if settings.max_tokens is not None else self.output_tokens
         calls: tuple[ToolCall, ...] = ()
         text = DRY_TEXT
-        if tools and tool_choice != "none":
+        if tools and settings.offered(tools):
             first = tools[0]
             arguments = placeholder_arguments(first.parameters)
             calls = (ToolCall(id=f"dry_{self.calls + 1}", name=first.name, arguments=arguments,
@@ -161,13 +154,3 @@ def _placeholder(schema: Any, root: Mapping[str, Any], *, depth: int) -> Any:
         return False
     return None
 
-
-def _number(settings: Mapping[str, Any], key: str, default: float) -> float:
-    value = settings.get(key, default)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"expected a number, got {value!r}", key=key) from None
-    if number < 0:
-        raise ConfigError(f"expected a number >= 0, got {value!r}", key=key)
-    return number

@@ -1,8 +1,8 @@
 """The embedded default model: Qwen2.5-Coder-1.5B-Instruct (GGUF) on llama.cpp, schema-constrained.
 
 A small model is unreliable at free-form tool-call syntax, so every decision is generated under a
-JSON-Schema grammar: a list of one or more calls, each ``oneOf`` one branch per offered tool
-(``{"tool": <const name>, "arguments": <its parameters>}``), or of one ``{"answer": <string>}``. The
+JSON-Schema grammar (``decision.py``): a list of one or more calls, each ``oneOf`` one branch per offered
+tool (``{"tool": <const name>, "arguments": <its parameters>}``), or of one ``{"answer": <string>}``. The
 output is therefore always parseable calls of the tools offered, or an answer; the gate still
 validates the arguments against the real schema, and the runner decides how many of the calls run.
 
@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import atexit
 import json
-import math
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from toolcrib.errors import ConfigError, LimitExceeded, ModelUnavailable
-from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolChoice, ToolSpec
+from toolcrib.models.base import Completion, Message, ModelProfile, ModelSettings, SyncModel, ToolSpec
+from toolcrib.models.decision import decision_schema_text, grammar, inline_refs, parse_decision
 from toolcrib.models.prompt_cache import PromptCache
 from toolcrib.models.weights import MODEL_FILENAME, MODEL_SHA256, ProgressCallback, cache_dir, ensure_model_file
 
@@ -38,14 +36,6 @@ DEFAULT_NAME = "local:" + MODEL_FILENAME.removesuffix(".gguf")
 DEFAULT_N_CTX = 8192  # a loop with two document searches outgrows 4096 tokens
 DEFAULT_MAX_TOKENS = 512
 _INSTALL_HINT = "pip install 'llama-cpp-python==0.3.36' (set CMAKE_ARGS=\"-DLLAVA_BUILD=OFF\" for a faster build)"
-
-# Keywords llama.cpp's JSON-Schema-to-grammar converter understands; anything else is dropped from
-# the copy used for the grammar (the gate validates arguments against the real schema afterwards).
-_GRAMMAR_KEYWORDS = frozenset({
-    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
-    "maxItems", "enum", "const", "oneOf", "anyOf", "allOf", "minLength", "maxLength", "pattern", "format",
-})
-_GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"})
 
 # The examples use placeholders, never realistic IDs: a 1.5B model copies example values. (Moving the
 # tool list after the rules and examples, so offers share more of the cached prefix, was measured and
@@ -61,7 +51,7 @@ Tools:
 {tools}
 
 Rules:
-- If the question needs the user's business data (an order, a part, a price, stock, a record, a document or \
+- If the question needs the user's business data (a record, a status, a price, a count, a document or \
 policy), call the tool whose description matches. Never make such data up.
 - Copy identifiers exactly as the user wrote them; never pass an identifier the user did not write. Questions \
 about documents, manuals or policies go to a search tool with a short query.
@@ -89,7 +79,6 @@ Tool result for <tool name>: {{"ok": true, "<field>": "<VALUE>"}}
 _TOOL_ONLY_RULE = "(A tool call is required now: reply with a tool call, not an answer.)"
 _CHATML_SYSTEM = "<|im_start|>system\n{content}<|im_end|>"
 _DESCRIPTION_CHARS = 1200  # per tool, in the prompt
-_MAX_CALLS = 8  # calls in one decision; the runner decides how many of them run
 
 
 @dataclass
@@ -120,13 +109,14 @@ def clear_engine_cache() -> None:
 atexit.register(clear_engine_cache)
 
 
-class LocalModel(Model):
-    """Qwen2.5-Coder-1.5B-Instruct Q4_K_M in-process via llama.cpp; weights load on first use."""
+class LocalModel(SyncModel):
+    """Qwen2.5-Coder-1.5B-Instruct Q4_K_M in-process via llama.cpp; weights load on first use.
 
-    supports_tools = True
-    supports_parallel_calls = True
-    supports_strict = True
-    small_model = True  # demo multi-hop in loop mode: 6 of 10 from its own answers, 8 of 10 from the brief
+    A reply holds the thread for seconds of CPU: ``complete`` runs it in a worker thread (``SyncModel``).
+    Any GGUF it runs gets the aided answer path (``local:PATH.gguf`` is a small model on a CPU too)."""
+
+    profile = ModelProfile(answer="aided", parallel_calls=True, strict_schemas=True, prompt_format="json_list")
+    blocking = True
     name = DEFAULT_NAME
 
     def __init__(
@@ -149,7 +139,7 @@ class LocalModel(Model):
         self.n_threads = n_threads
         self.n_threads_batch = n_threads_batch
         self.seed = seed
-        self.max_tokens = max_tokens
+        self.settings = ModelSettings(max_tokens=max_tokens, temperature=0.0)
         self.cache_dir = cache_dir
         self.progress = progress
         self.name = DEFAULT_NAME if self.model_path is None else f"local:{self.model_path.stem}"
@@ -176,35 +166,25 @@ class LocalModel(Model):
         """Load the weights now (assembling them on first use); return the load time in ms (0 if loaded before)."""
         return self._load()[1]
 
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
-        return self._reply(messages, tools, tool_choice, max_tokens, temperature)
-
-    def decide(self, messages: list[Message], tools: list[ToolSpec]) -> Completion:
-        """``Decides``: calls, or an empty answer, written under a grammar whose answer branch holds no text.
-        The choice between them is made at the same token as in ``complete``; only the writing is saved."""
-        return self._reply(messages, tools, "auto", None, None, answer=False)
-
-    def _reply(self, messages: list[Message], tools: list[ToolSpec] | None, tool_choice: ToolChoice,
-               max_tokens: int | None, temperature: float | None, *, answer: bool = True) -> Completion:
+    def complete_sync(self, messages: list[Message], tools: list[ToolSpec] | None,
+                      settings: ModelSettings) -> Completion:
+        """The reply under a grammar when tools are offered. ``decision_only``: calls, or an empty answer,
+        written under a grammar whose answer branch holds no text (the choice between them is made at the
+        same token as with text; only the writing is saved)."""
         engine, _ = self._load()
-        offered = list(tools or []) if tool_choice != "none" else []
-        chat = _render_messages(messages, offered, required=tool_choice == "required")
+        offered = list(tools or []) if settings.offered(tools) else []
+        required = settings.choice == "required"
+        chat = _render_messages(messages, offered, required=required)
+        # a decision alone writes no answer text to bound: its calls get the model's own cap
+        cap = self.settings.max_tokens if settings.decision_only and offered else settings.max_tokens
         kwargs: dict[str, Any] = {
             "messages": chat,
-            "temperature": 0.0 if temperature is None else temperature,
-            "max_tokens": max_tokens or self.max_tokens,
+            "temperature": 0.0 if settings.temperature is None else settings.temperature,
+            "max_tokens": cap or DEFAULT_MAX_TOKENS,
             "seed": self.seed,
         }
         if offered:
-            kwargs["grammar"] = _grammar(_decision_schema_text(offered, tool_choice == "required", answer))
+            kwargs["grammar"] = grammar(decision_schema_text(offered, required, not settings.decision_only))
         started = time.perf_counter()
         try:
             with engine.lock:
@@ -222,7 +202,7 @@ class LocalModel(Model):
         result = cast(dict[str, Any], response)  # not streaming: one plain dict
         content = result["choices"][0]["message"].get("content") or ""
         usage = result.get("usage") or {}
-        text, calls = _parse_decision(content) if offered else (content.strip(), ())
+        text, calls = parse_decision(content) if offered else (content.strip(), ())
         return Completion(
             text=text,
             tool_calls=calls,
@@ -442,7 +422,7 @@ def _render_messages(messages: list[Message], tools: list[ToolSpec], *, required
 
 
 def _describe_tool(tool: ToolSpec) -> str:
-    parameters = _inline_refs(tool.parameters)
+    parameters = inline_refs(tool.parameters)
     properties: dict[str, Any] = parameters.get("properties", {})
     required = set(parameters.get("required", []))
     params = ", ".join(
@@ -476,242 +456,3 @@ def _type_label(schema: Mapping[str, Any]) -> str:
         return " | ".join(_type_label(s) for s in schema.get("anyOf") or schema["oneOf"])
     kind = schema.get("type", "any")
     return " | ".join(kind) if isinstance(kind, list) else str(kind)
-
-
-# --- grammar --------------------------------------------------------------------------------------
-
-
-def _decision_schema(tools: list[ToolSpec], required: bool, answer_text: bool = True) -> dict[str, Any]:
-    """A call (``oneOf`` one branch per tool: its name as a const, its grammar arguments) or an answer,
-    each a named definition (``call``, ``answer``) so that ``_grammar`` can repeat calls. Without
-    ``answer_text`` the answer is the empty string: the model only says it calls nothing more."""
-    calls: list[dict[str, Any]] = [
-        {
-            "type": "object",
-            "properties": {"tool": {"const": tool.name}, "arguments": _grammar_arguments(tool)},
-            "required": ["tool", "arguments"],
-            "additionalProperties": False,
-        }
-        for tool in tools
-    ]
-    text = {"type": "string"} if answer_text else {"const": ""}
-    answer = {"type": "object", "properties": {"answer": text}, "required": ["answer"],
-              "additionalProperties": False}
-    choices = [{"$ref": "#/$defs/call"}] + ([] if required else [{"$ref": "#/$defs/answer"}])
-    return {"$defs": {"call": {"oneOf": calls}, "answer": answer}, "oneOf": choices}
-
-
-def _decision_schema_text(tools: list[ToolSpec], required: bool, answer_text: bool = True) -> str:
-    return json.dumps(_decision_schema(tools, required, answer_text))  # key order matters: "tool" first
-
-
-def _grammar_arguments(tool: ToolSpec) -> dict[str, Any]:
-    """The tool's arguments schema as the grammar takes it. A parameter the converter cannot express
-    (``"items": {}``, say) accepts any JSON value instead, so one odd parameter does not take the
-    local model away from every tool: the gate still validates it against the real schema."""
-    schema: dict[str, Any] = _sanitize(_inline_refs(tool.parameters))
-    if _convertible(json.dumps(schema)):
-        return schema
-    properties: dict[str, Any] = schema.get("properties", {})
-    for name, sub in properties.items():
-        if not _convertible(json.dumps(sub)):
-            properties[name] = {}
-    if not _convertible(json.dumps(schema)):
-        raise ConfigError(f"tool '{tool.name}' cannot be offered to the local model: its arguments schema cannot "
-                          "be turned into a grammar, even with each parameter left open; simplify the schema "
-                          "or leave the tool out", key="tools")
-    return schema
-
-
-@lru_cache(maxsize=1024)
-def _convertible(schema_text: str) -> bool:
-    """Whether llama.cpp's JSON-Schema-to-grammar converter takes this schema (it asserts on what it cannot)."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    try:
-        json_schema_to_gbnf(schema_text)
-    except Exception:
-        return False
-    return True
-
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """Replace local ``$ref``s (pydantic puts enums and nested models in ``$defs``) by what they name.
-
-    The tool's schema is nested inside the decision schema, where its ``#/$defs/...`` would not
-    resolve. Recursive definitions are cut at a fixed depth (any JSON value is allowed there).
-    """
-    defs: dict[str, Any] = {**schema.get("definitions", {}), **schema.get("$defs", {})}
-
-    def walk(node: Any, depth: int) -> Any:
-        if isinstance(node, list):
-            return [walk(item, depth) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            target = defs.get(ref.rsplit("/", 1)[-1]) if ref.startswith(("#/$defs/", "#/definitions/")) else None
-            siblings = {k: v for k, v in node.items() if k != "$ref"}
-            if target is None or depth > 8:
-                return walk(siblings, depth)
-            return walk({**target, **siblings}, depth + 1)
-        return {k: walk(v, depth) for k, v in node.items() if k not in ("$defs", "definitions")}
-
-    result: dict[str, Any] = walk(schema, 0)
-    return result
-
-
-def _sanitize(schema: Any) -> Any:
-    """A copy of a JSON Schema with only what llama.cpp's grammar converter supports."""
-    if isinstance(schema, list):
-        return [_sanitize(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key not in _GRAMMAR_KEYWORDS:
-            continue
-        if key == "format" and value not in _GRAMMAR_FORMATS:
-            continue
-        if key == "pattern" and not _pattern_supported(value):
-            continue
-        if key == "properties":
-            out[key] = {name: _sanitize(sub) for name, sub in value.items()}
-        elif key in ("enum", "const", "required", "type"):
-            out[key] = value
-        else:
-            out[key] = _sanitize(value)
-    if out.get("type") == "integer" and "enum" not in out and (choices := _integer_range(schema)) is not None:
-        out["enum"] = choices  # the converter ignores bounds: "top_k": 100 was proposed for at most 20
-    if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
-        out["additionalProperties"] = False
-    if out.get("items") is True or out.get("items") == {}:  # any items: the converter wants them left out
-        del out["items"]
-    return out
-
-
-_MAX_CHOICES = 100
-
-
-def _integer_range(schema: dict[str, Any]) -> list[int] | None:
-    """Every value an integer schema's bounds allow, when both are set and there are few of them."""
-    low, high = schema.get("minimum"), schema.get("maximum")
-    if isinstance(schema.get("exclusiveMinimum"), (int, float)):
-        low = math.floor(schema["exclusiveMinimum"]) + 1
-    if isinstance(schema.get("exclusiveMaximum"), (int, float)):
-        high = math.ceil(schema["exclusiveMaximum"]) - 1
-    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or not 0 <= high - low < _MAX_CHOICES:
-        return None
-    return list(range(math.ceil(low), math.floor(high) + 1))
-
-
-def _pattern_supported(pattern: str) -> bool:
-    """Whether llama.cpp's converter accepts this regex (it needs ^...$ and a limited syntax)."""
-    return (isinstance(pattern, str) and pattern.startswith("^") and pattern.endswith("$")
-            and _convertible(json.dumps({"type": "string", "pattern": pattern})))
-
-
-@lru_cache(maxsize=64)
-def _grammar(schema_text: str) -> Any:
-    """The llama.cpp grammar for a decision schema, built once per tool set.
-
-    Built here rather than through ``response_format`` because llama-cpp-python silently falls back
-    to an unconstrained JSON grammar when conversion fails, which would let the model invent tools.
-    """
-    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
-
-    try:
-        rules = json_schema_to_gbnf(schema_text)
-        # a list: of one answer, or of calls. The first choice is still "tool" or "answer" (written as
-        # an alternative to a list of calls, the answer won too often: the model then answered business
-        # questions with invented data); after each call the model closes the list or writes another
-        # call (written one per line instead, it never wrote a second: 0 of 4 BFCL parallel entries).
-        answers = {"$ref": "#/$defs/answer"} in json.loads(schema_text)["oneOf"]  # not when a call is required
-        calls = f'call ("," space call){{0,{_MAX_CALLS - 1}}}'
-        root = f'root ::= "[" space ({calls}{" | answer" if answers else ""}) "]" space'
-
-        text = "\n".join(line for line in rules.splitlines() if not line.startswith("root ::="))
-        return LlamaGrammar.from_string(f"{root}\n{text}", verbose=False)
-    except Exception as exc:
-        raise ConfigError(
-            f"a tool's parameter schema cannot be turned into a grammar for the local model: {exc}",
-            key="tools",
-        ) from exc
-
-
-# --- parsing --------------------------------------------------------------------------------------
-
-_TOOL_PREFIX = re.compile(r'^\s*\{\s*"tool"\s*:\s*"((?:[^"\\]|\\.)*)"')
-_ANSWER_PREFIX = re.compile(r'^\s*\{\s*"answer"\s*:\s*"')
-_call_counter = 0
-_counter_lock = threading.Lock()
-
-
-def _next_call_id() -> str:
-    global _call_counter
-    with _counter_lock:
-        _call_counter += 1
-        return f"call_{_call_counter}"
-
-
-def _parse_decision(content: str) -> tuple[str, tuple[ToolCall, ...]]:
-    """Turn the grammar-constrained JSON list into answer text or ToolCalls (truncated output
-    included: of calls cut off, the complete ones and the cut one, marked as malformed)."""
-    body = content.strip().removeprefix("[").lstrip()
-    if _TOOL_PREFIX.match(body):
-        return "", _parse_calls(body)
-    try:
-        decision, _ = json.JSONDecoder().raw_decode(body)
-    except json.JSONDecodeError:
-        if match := _ANSWER_PREFIX.match(body):
-            return _partial_string(body[match.end():]), ()
-        return content.strip(), ()
-    if isinstance(decision, dict) and isinstance(decision.get("answer"), str):
-        return decision["answer"].strip(), ()
-    return content.strip(), ()
-
-
-def _parse_calls(body: str) -> tuple[ToolCall, ...]:
-    """The calls of a JSON list, read one at a time (``body`` follows the opening bracket)."""
-    decoder = json.JSONDecoder()
-    calls: list[ToolCall] = []
-    position = 0
-    while len(calls) < _MAX_CALLS:
-        position = len(body) - len(body[position:].lstrip(" \n\t,"))
-        if position >= len(body) or body[position] == "]":
-            break
-        try:
-            item, position = decoder.raw_decode(body, position)
-        except json.JSONDecodeError as exc:
-            if match := _TOOL_PREFIX.match(body[position:]):
-                calls.append(_cut_call(body[position:], match, exc))
-            break
-        if isinstance(item, dict) and isinstance(item.get("tool"), str):
-            calls.append(_call(item))
-    return tuple(calls)
-
-
-def _call(decision: Mapping[str, Any]) -> ToolCall:
-    arguments = decision.get("arguments")
-    if isinstance(arguments, dict):
-        return ToolCall(id=_next_call_id(), name=decision["tool"], arguments=arguments,
-                        raw_arguments=json.dumps(arguments))
-    return ToolCall(id=_next_call_id(), name=decision["tool"], raw_arguments=json.dumps(arguments),
-                    parse_error="the arguments are not a JSON object")
-
-
-def _cut_call(content: str, match: re.Match[str], exc: json.JSONDecodeError) -> ToolCall:
-    """A call whose JSON was cut off (the token limit) or malformed: its name, and why it cannot run."""
-    return ToolCall(id=_next_call_id(), name=json.loads(f'"{match.group(1)}"'), arguments={},
-                    raw_arguments=content[match.end():],
-                    parse_error=f"the arguments were cut off or malformed: {exc.msg}")
-
-
-def _partial_string(body: str) -> str:
-    """Decode the text of a JSON string cut off before its closing quote."""
-    for end in range(len(body), max(len(body) - 8, 0), -1):
-        try:
-            return str(json.loads('"' + body[:end].rstrip('"}]\n ') + '"')).strip()
-        except json.JSONDecodeError:
-            continue
-    return body.strip()

@@ -1,20 +1,26 @@
 """One registry of model backends, chosen by spec string ("local", "openai:gpt-4o-mini", "scripted:FILE").
 
-Built-ins and plugins register the same way; optional backends import lazily inside their factory.
+Built-ins and plugins register the same way; optional backends import lazily inside their factory. The
+model's profile comes from its backend and its name (``models/profile.py``); a workspace's
+``[model.profile]`` overrides it here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Model
+from toolcrib.models.builtins import BUILTINS, ModelFactory
 
-# A factory takes the part of the spec after the first ":" (may be "") and backend settings.
-ModelFactory = Callable[[str, Mapping[str, Any]], Model]
+__all__ = ["ModelFactory", "get_model", "model_prefixes", "register_model"]
 
-_FACTORIES: dict[str, ModelFactory] = {}
+_FACTORIES: dict[str, ModelFactory] = dict(BUILTINS)
+
+# what a backend setting that is gone became, for the error that says so
+_REPLACED = {"small_model": "the model profile: [model.profile] answer = \"aided\" (the embedded model's name, "
+                            "qwen2.5-coder-1.5b, selects it by itself wherever it is served)"}
 
 
 def register_model(prefix: str, factory: ModelFactory) -> None:
@@ -23,13 +29,13 @@ def register_model(prefix: str, factory: ModelFactory) -> None:
 
 
 def model_prefixes() -> list[str]:
-    _load_builtins()
     return sorted(_FACTORIES)
 
 
-def get_model(spec: str, settings: Mapping[str, Any] | None = None) -> Model:
-    """Build the model a spec string names; an unknown prefix is a ConfigError listing the known ones."""
-    _load_builtins()
+def get_model(spec: str, settings: Mapping[str, Any] | None = None,
+              profile: Mapping[str, Any] | None = None) -> Model:
+    """Build the model a spec string names, with ``profile`` (``[model.profile]``) over the profile its
+    backend and name give; an unknown prefix is a ConfigError listing the known ones."""
     prefix, _, rest = spec.partition(":")
     factory = _FACTORIES.get(prefix)
     if factory is None:
@@ -37,20 +43,10 @@ def get_model(spec: str, settings: Mapping[str, Any] | None = None) -> Model:
         raise ConfigError(f"unknown model spec '{spec}'; expected one of: {known} (e.g. 'local', 'openai:MODEL')",
                           key="model")
     settings = settings or {}
-    model = factory(rest, {k: v for k, v in settings.items() if k != "small_model"})
-    if "small_model" in settings:  # any backend may declare it: an OpenAI-compatible server of a small model
-        if not isinstance(settings["small_model"], bool):
-            raise ConfigError("small_model must be true or false", key="model.settings.small_model")
-        model.small_model = settings["small_model"]
+    for old, new in _REPLACED.items():
+        if old in settings:
+            raise ConfigError(f"{old} is replaced by {new}", key=f"model.settings.{old}")
+    model = factory(rest, settings)
+    if profile:
+        model.profile = model.profile.updated(profile)
     return model
-
-
-_loaded = False
-
-
-def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from toolcrib.models import builtins  # noqa: F401  (registers the built-in backends)

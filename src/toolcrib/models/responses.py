@@ -56,7 +56,6 @@ import logging
 import os
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -64,22 +63,30 @@ from typing import TYPE_CHECKING, Any
 
 from toolcrib.errors import ConfigError, LimitExceeded, ModelUnavailable
 from toolcrib.models._remote import (
+    LoopClients,
     RemoteModel,
     bool_setting,
-    common_settings,
     count,
-    drop_optional_nulls,
     mapping_setting,
     model_setting,
-    openai_strict,
-    tool_call_from_json,
     url_setting,
-    wire_arguments,
 )
-from toolcrib.models.base import Completion, HostedCall, HostedSource, Message, ToolCall, ToolChoice, ToolSpec
-from toolcrib.models.openai import DEFAULT_BASE_URL, openai_client, resolve_api_key
+from toolcrib.models.base import (
+    Completion,
+    HostedCall,
+    HostedSource,
+    Message,
+    ModelProfile,
+    ModelSettings,
+    ToolCall,
+    ToolSpec,
+)
+from toolcrib.models.openai import DEFAULT_BASE_URL, async_openai_client, resolve_api_key
+from toolcrib.models.settings import RetrySettings
+from toolcrib.models.wire import drop_optional_nulls, openai_strict, tool_call_from_json, wire_arguments
 
 if TYPE_CHECKING:
+    from openai import AsyncOpenAI
     from openai.types.responses import Response
 
 __all__ = ["OpenAIResponsesModel", "input_items"]
@@ -122,42 +129,27 @@ def access_filter(groups: Sequence[str], configured: Any = None) -> dict[str, An
     return readable if configured is None else {"type": "and", "filters": [configured, readable]}
 
 
-class OpenAIResponsesModel(RemoteModel):
+class OpenAIResponsesModel(RemoteModel["AsyncOpenAI"]):
     """A model behind the Responses API, with function tools, parallel calls and bounded retries."""
 
-    supports_tools = True
-    supports_parallel_calls = True
-    supports_strict = True
+    profile = ModelProfile(parallel_calls=True, strict_schemas=True)
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key: str | None = None,
-        api_version: str | None = None,
-        store: bool = False,
-        timeout_s: float = 60.0,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 8.0,
-        max_retry_after_s: float = 60.0,
-        extra_body: Mapping[str, Any] | None = None,
-        hosted_tools: Mapping[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, model: str, *, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
+                 api_version: str | None = None, store: bool = False, retry: RetrySettings | None = None,
+                 extra_body: Mapping[str, Any] | None = None, hosted_tools: Mapping[str, Any] | None = None) -> None:
         if not model:
             raise ConfigError("the model name is empty; use a spec like 'openai-responses:gpt-4.1-mini'", key="model")
-        super().__init__(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries,
-                         backoff_s=backoff_s, max_backoff_s=max_backoff_s, max_retry_after_s=max_retry_after_s)
+        super().__init__(model, base_url=base_url, api_key=api_key, retry=retry)
         self.name = f"openai-responses:{model}"
         self.store = store
         self.extra_body = dict(extra_body or {})
         self._hosted = hosted_tool_params(hosted_tools or {})
-        self.hosted_tools = tuple(t["type"] for t in self._hosted)
+        self.profile = replace(self.profile, hosted_tools=tuple(t["type"] for t in self._hosted))
         if api_version:
             self.env_api_key = "AZURE_OPENAI_API_KEY"
-        self._client, self.sdk_errors, self._headers = openai_client(
-            base_url=self.base_url, api_key=api_key, timeout_s=timeout_s, api_version=api_version)
+        make, self.sdk_errors, self._headers = async_openai_client(
+            base_url=self.base_url, api_key=api_key, timeout_s=self.retry.timeout_s, api_version=api_version)
+        self._clients = LoopClients(make)
         # (conversation before the assistant turn, that turn's call ids) -> the response that proposed them
         self._continuable: OrderedDict[tuple[str, tuple[str, ...]], str] = OrderedDict()
         self._lock = threading.Lock()
@@ -165,7 +157,7 @@ class OpenAIResponsesModel(RemoteModel):
     def for_reader(self, groups: Sequence[str]) -> OpenAIResponsesModel:
         """This model with its hosted file_search limited to the files readers in ``groups`` may read (see
         the module docstring); itself when no file_search is configured. Shares the client and state."""
-        if "file_search" not in self.hosted_tools:
+        if "file_search" not in self.profile.hosted_tools:
             return self
         scoped = copy.copy(self)
         scoped._hosted = [{**p, "filters": access_filter(groups, p.get("filters"))} if p["type"] == "file_search"
@@ -185,61 +177,36 @@ class OpenAIResponsesModel(RemoteModel):
                                  "{file_search = {vector_store_ids = [\"vs_...\"]}, web_search = {}}")
         return cls(model, base_url=base_url, api_key=api_key, api_version=api_version,
                    store=bool_setting(settings, "store", False), extra_body=extra, hosted_tools=hosted,
-                   **common_settings(settings))
+                   retry=RetrySettings.from_settings(settings))
 
     # --- the call ---------------------------------------------------------------------------
 
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
-        body = self.request_body(messages, tools, tool_choice=tool_choice, max_tokens=max_tokens,
-                                 temperature=temperature)
-        started = time.perf_counter()
-        response = self._call(lambda: self._client.responses.create(
-            **body, extra_body=self.extra_body or None, extra_headers=self._headers))
-        ms = (time.perf_counter() - started) * 1000.0
-        completion = self._completion(response, ms, max_tokens)
-        completion = replace(completion, tool_calls=drop_optional_nulls(completion.tool_calls, tools))
-        if self.store and completion.tool_calls:
-            self._remember(messages, completion.tool_calls, str(response.id))
-        return completion
-
-    def request_body(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> dict[str, Any]:
+    def request_body(self, messages: list[Message], tools: list[ToolSpec] | None = None,
+                     settings: ModelSettings | None = None) -> dict[str, Any]:
         """The fields sent to ``/responses`` (``extra_body`` aside), for a caller to log or inspect."""
+        resolved = self.settings.resolve(settings)
         previous, new = self._continuation(messages)
         body: dict[str, Any] = {"model": self.model, "input": input_items(new), "store": self.store}
         if previous:
             body["previous_response_id"] = previous
         wire = [_wire_tool(t) for t in tools or []]
-        if self._hosted and tool_choice != "none":
+        if self._hosted and resolved.choice != "none":
             wire += self._hosted
-            body["include"] = [_HOSTED_INCLUDE[t] for t in self.hosted_tools]
+            body["include"] = [_HOSTED_INCLUDE[t] for t in self.profile.hosted_tools]
         if wire:
             body["tools"] = wire
-            body["tool_choice"] = tool_choice
+            body["tool_choice"] = resolved.choice
             body["parallel_tool_calls"] = True
-        if max_tokens is not None:
-            body["max_output_tokens"] = max_tokens
-        if temperature is not None:
-            body["temperature"] = temperature
+        if resolved.max_tokens is not None:
+            body["max_output_tokens"] = resolved.max_tokens
+        if resolved.temperature is not None:
+            body["temperature"] = resolved.temperature
         return body
 
-    def close(self) -> None:
-        self._client.close()
+    async def _send(self, client: AsyncOpenAI, body: dict[str, Any]) -> Response:
+        response: Response = await client.responses.create(**body, extra_body=self.extra_body or None,
+                                                           extra_headers=self._headers)
+        return response
 
     # --- continuing with previous_response_id ---------------------------------------------------
 
@@ -268,7 +235,15 @@ class OpenAIResponsesModel(RemoteModel):
 
     # --- the response -------------------------------------------------------------------------
 
-    def _completion(self, response: Response, ms: float, max_tokens: int | None) -> Completion:
+    def _completion(self, response: Response, ms: float, messages: list[Message], tools: list[ToolSpec] | None,
+                    settings: ModelSettings) -> Completion:
+        completion = self._read(response, ms, settings.max_tokens)
+        completion = replace(completion, tool_calls=drop_optional_nulls(completion.tool_calls, tools))
+        if self.store and completion.tool_calls:
+            self._remember(messages, completion.tool_calls, str(response.id))
+        return completion
+
+    def _read(self, response: Response, ms: float, max_tokens: int | None) -> Completion:
         status = getattr(response, "status", None)
         if status == "failed":
             error = getattr(response, "error", None)

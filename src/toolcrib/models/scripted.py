@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import yaml
 
 from toolcrib.errors import ConfigError
-from toolcrib.models.base import Completion, Message, Model, ToolCall, ToolChoice, ToolSpec
+from toolcrib.models.base import Completion, Message, Model, ModelProfile, ModelSettings, SyncModel, ToolCall, ToolSpec
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, str | None]:
@@ -58,7 +59,16 @@ def _reply_to_completion(reply: Any, index: int, source: str) -> Completion:
                       file=source)
 
 
-class ScriptedModel(Model):
+def _profile(profile: ModelProfile | Mapping[str, Any] | None, base: ModelProfile, source: str) -> ModelProfile:
+    """A fake's profile: given, or a script's ``profile`` table over its class's."""
+    if isinstance(profile, ModelProfile):
+        return profile
+    if profile is not None and not isinstance(profile, Mapping):
+        raise ConfigError("profile must be a table, e.g. {answer: aided}", file=source)
+    return base.updated(profile or {}, key="profile")
+
+
+class ScriptedModel(SyncModel):
     """Returns queued replies in order and records every request it was given.
 
     A reply is a string (a text answer) or ``{"tool_calls": [{"name", "arguments"}], "text"?}``; the
@@ -82,14 +92,13 @@ class ScriptedModel(Model):
     ```
     """
 
-    supports_tools = True
-    supports_parallel_calls = True
-    supports_strict = True
+    profile = ModelProfile(parallel_calls=True, strict_schemas=True)
     name = "scripted"
 
-    def __init__(self, replies: Iterable[Any], *, source: str = "<script>", small_model: bool | None = None) -> None:
-        if small_model is not None:  # script the embedded model's path (agent.strategy.AidedAnswer)
-            self.small_model = small_model
+    def __init__(self, replies: Iterable[Any], *, source: str = "<script>",
+                 profile: ModelProfile | Mapping[str, Any] | None = None) -> None:
+        """``profile``: as a real model's (``{"answer": "aided"}`` scripts the embedded model's path)."""
+        self.profile = _profile(profile, self.profile, source)
         self.replies = [_reply_to_completion(r, i, source) for i, r in enumerate(replies)]
         self.requests: list[tuple[list[Message], list[ToolSpec] | None]] = []
         self.source = source
@@ -97,7 +106,7 @@ class ScriptedModel(Model):
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
         """Load replies from a JSON or YAML file (``--model scripted:FILE``): a list of replies, or a mapping
-        with ``replies`` and ``small_model`` (script the embedded model's aided path)."""
+        with ``replies`` and ``profile`` (``{answer: aided}`` scripts the embedded model's aided path)."""
         if not str(path):
             raise ConfigError("the scripted model needs a file: use 'scripted:PATH' (JSON or YAML list of replies)",
                               key="model")
@@ -110,30 +119,26 @@ class ScriptedModel(Model):
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(f"not valid JSON/YAML: {exc}", file=str(p)) from None
-        small = False
+        profile = None
         if isinstance(data, dict) and "replies" in data:
-            small = data.get("small_model") is True
+            if "small_model" in data:
+                raise ConfigError("small_model is replaced by the model profile: profile: {answer: aided}",
+                                  file=str(p))
+            profile = data.get("profile")
             data = data["replies"]
         if not isinstance(data, list):
             raise ConfigError("expected a list of replies", file=str(p))
-        return cls(data, source=str(p), small_model=small)
+        return cls(data, source=str(p), profile=profile)
 
     @property
     def remaining(self) -> int:
         return len(self.replies) - len(self.requests)
 
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
+    def complete_sync(self, messages: list[Message], tools: list[ToolSpec] | None,
+                      settings: ModelSettings) -> Completion:
         index = len(self.requests)
         # recorded as the model may use them: with tool_choice "none", no tool
-        self.requests.append((list(messages), list(tools) if tools is not None and tool_choice != "none" else None))
+        self.requests.append((list(messages), list(tools) if tools is not None and settings.choice != "none" else None))
         if index >= len(self.replies):
             raise ConfigError(f"scripted model ran out of replies after {len(self.replies)}", file=self.source)
         reply = self.replies[index]
@@ -172,7 +177,7 @@ def _function_module(target: str) -> ModuleType:
 
 
 class FunctionModel(Model):
-    """Wraps a plain function ``(messages, tools) -> Completion | str`` as a model.
+    """Wraps a plain function ``(messages, tools) -> Completion | str`` (or an ``async def`` one) as a model.
 
     ```py
     from toolcrib import Completion, FunctionModel, Gate, GroupPolicy, Principal, Registry, Runner, ToolCall, tool
@@ -196,15 +201,14 @@ class FunctionModel(Model):
     ```
     """
 
-    supports_tools = True
-    supports_parallel_calls = True
+    profile = ModelProfile(parallel_calls=True)
     name = "function"
 
-    def __init__(self, fn: Callable[[list[Message], list[ToolSpec] | None], Completion | str], *,
-                 small_model: bool | None = None) -> None:
+    def __init__(self, fn: Callable[[list[Message], list[ToolSpec] | None],
+                                    Completion | str | Awaitable[Completion | str]], *,
+                 profile: ModelProfile | Mapping[str, Any] | None = None) -> None:
         self.fn = fn
-        if small_model is not None:  # as ScriptedModel
-            self.small_model = small_model
+        self.profile = _profile(profile, self.profile, "<function>")
 
     @classmethod
     def from_spec(cls, spec: str) -> FunctionModel:
@@ -223,17 +227,14 @@ class FunctionModel(Model):
             raise ConfigError(f"'{name}' in {target} is not a function", key="model")
         return cls(fn)
 
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        *,
-        tool_choice: ToolChoice = "auto",
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion:
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None,
+                       settings: ModelSettings | None = None) -> Completion:
+        """The function's reply, called inline (a plain function is cheap; an ``async def`` one is awaited)."""
         start = time.perf_counter()
-        out = self.fn(messages, None if tool_choice == "none" else tools)  # no tool may be called: none shown
+        shown = tools if self.settings.resolve(settings).choice != "none" else None  # none may be called: none shown
+        out = self.fn(messages, shown)
+        if inspect.isawaitable(out):
+            out = await out
         if isinstance(out, str):
             return Completion(text=out, ms=(time.perf_counter() - start) * 1000, model=self.name)
         return out

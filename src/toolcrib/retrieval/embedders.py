@@ -207,7 +207,7 @@ class OpenAIEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> Vectors:
         import httpx
 
-        from toolcrib.models.openai import ensure_network_allowed
+        from toolcrib.models.network import ensure_network_allowed
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         ensure_network_allowed(self.base_url)

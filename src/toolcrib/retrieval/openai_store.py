@@ -193,7 +193,7 @@ class VectorStoreSync:
 
     def _call(self, what: str, send: Callable[[], _T]) -> _T:
         """One SDK request; a failure becomes one line that says what failed, without the key."""
-        from toolcrib.models._remote import ensure_network_allowed
+        from toolcrib.models.network import ensure_network_allowed
 
         ensure_network_allowed(self.base_url)
         try:

@@ -7,18 +7,14 @@ with its URL as the citation's source. Hits are content others wrote: untrusted 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolcrib.models.base import web_citation_id
+
 KIND = "web_results"  # the marker that tells a web search's result from any other tool's
-
-
-def citation_id(url: str) -> str:
-    """A stable citation id for a URL: the same page found twice is one source."""
-    return "web#" + hashlib.sha256(url.encode()).hexdigest()[:10]
 
 
 @dataclass(frozen=True)
@@ -32,7 +28,7 @@ class SearchHit:
 
     @property
     def citation(self) -> str:
-        return citation_id(self.url)
+        return web_citation_id(self.url)
 
     def to_dict(self) -> dict[str, str]:
         out = {"citation": self.citation, "title": self.title, "url": self.url, "snippet": self.snippet}
