@@ -24,8 +24,6 @@ from toolcrib.retrieval.retriever import contains_exactly
 from toolcrib.text import stems
 from toolcrib.tools.tool import Tool
 
-_NEEDS_REASONING = re.compile(r"\b(?:why|explain|should|compare|recommend|summari[sz]e|differ\w*|if|whether|"
-                              r"than|instead|but|except|overdue|late|enough)\b", re.IGNORECASE)
 # Words that ask, point or hedge without naming anything a record must hold; a count the request gives
 # ("three filters") is its own figure.
 _ASKING = stems(
@@ -54,7 +52,7 @@ class LookedUp:
 def record_answer(request: Request, lookups: Sequence[LookedUp]) -> str | None:
     """The answer code writes from ``lookups``, or None when the question needs the model (see the
     module docstring)."""
-    if not lookups or not request.wants_facts or _NEEDS_REASONING.search(request.text):
+    if not lookups or not request.wants_facts or request.asks_judgement:
         return None
     if any(not _flat(item.record) or item.record.get("found") is False for item in lookups):
         return None
@@ -70,7 +68,7 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
     condition dropped from it (``sql.unsaid``). None when the question needs the model, or the result
     is empty or larger."""
     columns, rows = data.get("columns"), data.get("rows")
-    if not request.wants_facts or _NEEDS_REASONING.search(request.text) or data.get("truncated"):
+    if not request.wants_facts or request.asks_judgement or data.get("truncated"):
         return None
     if data.get("claimed"):  # a column named for what it does not compute: not code's to state
         return None
