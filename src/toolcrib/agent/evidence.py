@@ -278,8 +278,10 @@ class EvidenceLedger:
                 kept.append(sentence)
         return ("".join(kept) if removed else text), removed
 
-    def abstention(self, outcomes: Sequence[CallOutcome], question: str = "") -> str:
-        """What the run says when the evidence does not answer: what it searched and what failed."""
+    def abstention(self, outcomes: Sequence[CallOutcome], question: str = "", identifiers: Sequence[str] = ()) -> str:
+        """What the run says when the evidence does not answer: what it searched and what failed, and the
+        kind of identifier that would help, as the workspace's tools name them (``identifiers``: "ticket
+        number", "account id"; ``Registry.identifier_names``)."""
         searched = "; ".join(f'"{q}"' for q in self.searched)
         searched = f"I searched the documents for {searched}. " if searched else ""
         failures = [f"{o.call.name} ({o.payload['error']['code']})" for o in outcomes
@@ -292,7 +294,11 @@ class EvidenceLedger:
             return prompts.NO_CURRENT_DATA_ANSWER.format(failed=failed)
         if self.searched_web:
             searched += f"I searched the web for {'; '.join(repr(q) for q in self.searched_web)}. "
-        return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched)
+        give = prompts.GIVE_IDENTIFIER.format(examples=", ".join(identifiers[:_EXAMPLES])) if identifiers else ""
+        return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched, give=give)
+
+
+_EXAMPLES = 2  # kinds of identifier the abstention names
 
 
 # Citation markers; where a sentence ends.

@@ -367,8 +367,8 @@ class Runner:
             return await self._finish(run, text.strip(), outcome="clarify", abstained=True)
         run.tracer.record(EventKind.ABSTAINED, "Abstain: not enough evidence",
                           detail={"searched": run.evidence.searched, "model_text": text[:300]})
-        return await self._finish(run, run.evidence.abstention(run.outcomes, run.question), outcome="abstained",
-                                  abstained=True)
+        said = run.evidence.abstention(run.outcomes, run.question, self.gate.registry.identifier_names())
+        return await self._finish(run, said, outcome="abstained", abstained=True)
 
     async def _end(self, run: RunState, done: Finish) -> Answer:
         return await self._finish(run, done.text, outcome=done.outcome, abstained=done.abstained,

@@ -31,7 +31,7 @@ class Effect(str, Enum):
 
 @dataclass(frozen=True)
 class Identifier:
-    """``Annotated`` marker: this argument names a real thing (order id, part number, channel).
+    """``Annotated`` marker: this argument names a real thing (a record's id, a code, a channel).
 
     The gate only accepts it when the value appears in the user's messages or an earlier tool
     result, which catches the "confident call, wrong argument" failure. ``shape`` (a regular
