@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence, Set
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolcrib.agent.request import Request
 from toolcrib.retrieval.retriever import contains_exactly
@@ -39,8 +38,7 @@ _MAX_ROWS, _MAX_COLUMNS = 5, 4  # a query result code states as it is
 _TRUE, _FALSE = "\x00true", "\x00false"  # a flag is stated as "live" or "not live", not "live no"
 
 
-@dataclass(frozen=True)
-class LookedUp:
+class LookedUp(NamedTuple):
     """One successful lookup of the run: the tool, the identifier it was given, its record and its citation."""
 
     tool: Tool

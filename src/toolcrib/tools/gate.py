@@ -104,6 +104,8 @@ class _Result(NamedTuple):
 
 @dataclass
 class GateSettings:
+    """How the gate runs calls and what it lets through (a workspace's ``[gate]`` settings)."""
+
     max_result_chars: int = 4000
     read_retries: int = 2
     retry_backoff_s: float = 0.05
