@@ -56,3 +56,14 @@ def test_an_ask_says_what_its_answer_must_hold() -> None:
     when = Ask.of("When does the P2 warranty end?")
     assert when.when and when.amount and not when.price and when.identifiers == ("P2",)
     assert not Ask.of("Who is the supplier?").amount
+
+
+def test_what_it_states_is_read_as_the_claim_check_reads_evidence() -> None:
+    request = Request.parse("Was order ORD-1005 for $1,250.50 delivered on 2026-11-06?")
+    assert request.stated.identifiers == {"ORD-1005"}
+    assert {1250.5, 2026.0, 11.0, 6.0} <= request.stated.figures  # every number, the parts of a date too
+
+
+def test_a_request_for_current_public_information_is_told_apart() -> None:
+    assert Request.parse("What's the weather in Berlin today?").needs_current_data
+    assert not Request.parse("What is the current stock of HLV-2205?").needs_current_data

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
+from toolcrib.agent.facts import Facts
 from toolcrib.retrieval.excerpt import names
 from toolcrib.sql.guard import statement_text
 from toolcrib.text import TYPED_IDENTIFIER, find_identifiers, stems
 from toolcrib.tools.grounding import identifiers
+from toolcrib.websearch.results import needs_current_data
 
 SmallTalk = Literal["greeting", "thanks", "goodbye"]
 
@@ -119,6 +121,7 @@ class Request:
     identifiers: tuple[str, ...]  # of the default shape (text.IDENTIFIER)
     typed_identifiers: tuple[str, ...]  # as people type them (text.TYPED_IDENTIFIER: P2, ch1), in order
     figures: tuple[str, ...]  # standing alone, with their sign ("-3", "12")
+    stated: Facts  # its identifiers and figures as the claim check reads evidence (every number counts)
     dates: tuple[date, ...]  # dates it gives with their year, ISO or written out
     stems: frozenset[str]
     words: frozenset[str]  # its words of letters, lower case ("book", "dr")
@@ -130,6 +133,7 @@ class Request:
     asks_judgement: bool  # why, explain, should, compare, than, unless ...: more than records' facts
     asks_procedure: bool  # how something is done ("how do I ...", "steps", "procedure")
     holds_figure: bool  # a word of it starts with a digit ("from 0 V to 24 V", "on 2026-11-06")
+    needs_current_data: bool  # it asks for current public information (news, weather, rates): the web's
     sql: str  # SQL statement text it carries ("1; DROP TABLE x;--"), or ''
 
     @classmethod
@@ -142,6 +146,7 @@ class Request:
             identifiers=tuple(find_identifiers(text)),
             typed_identifiers=tuple(TYPED_IDENTIFIER.findall(text)),
             figures=tuple(m.group(0).replace("−", "-") for m in _FIGURE.finditer(text)),
+            stated=Facts.of(text, evidence=True),
             dates=_dates(text),
             stems=frozenset(stems(text)),
             words=frozenset(_LETTERS.findall(text.casefold())),
@@ -154,6 +159,7 @@ class Request:
             asks_judgement=_JUDGEMENT.search(text) is not None,
             asks_procedure=_PROCEDURE.search(text) is not None,
             holds_figure=any(token[:1].isdigit() for token in _TOKEN.findall(text)),
+            needs_current_data=needs_current_data(text),
         )
 
     def identifiers_of(self, shape: str) -> list[str]:

@@ -367,7 +367,7 @@ class Runner:
             return await self._finish(run, text.strip(), outcome="clarify", abstained=True)
         run.tracer.record(EventKind.ABSTAINED, "Abstain: not enough evidence",
                           detail={"searched": run.evidence.searched, "model_text": text[:300]})
-        said = run.evidence.abstention(run.outcomes, run.question, self.gate.registry.identifier_names())
+        said = run.evidence.abstention(run.outcomes, run.request, self.gate.registry.identifier_names())
         return await self._finish(run, said, outcome="abstained", abstained=True)
 
     async def _end(self, run: RunState, done: Finish) -> Answer:
@@ -393,7 +393,7 @@ class Runner:
         if not abstained:
             # the claim check is for what is written from the evidence; a paused or stopped run's text,
             # a refusal or a quote (the evidence's own words) is code's (``code_wrote``)
-            review = run.evidence.review(text, run.question if outcome == "answered" else None,
+            review = run.evidence.review(text, run.request if outcome == "answered" else None,
                                          check_claims=not code_wrote)
             text, citations, flags = review.text, review.citations, review.flags
             run.tracer.record(EventKind.CITATION_CHECK, "Check citations", citations=[c.id for c in citations],
