@@ -44,6 +44,7 @@ def test_words_units_and_identifiers_as_people_type_them() -> None:
 
 def test_names_listed_together_and_the_text_without_them() -> None:
     request = Request.parse("What do the Norden and Ostara contracts say, and how does Borealis's differ?")
+    assert request.proper_names == ("Norden", "Ostara", "Borealis")
     assert request.listed("Norden", "Ostara")
     assert not request.listed("Ostara", "Borealis")
     bare = request.without({"Norden", "Ostara", "Borealis"})

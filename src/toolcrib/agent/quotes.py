@@ -18,7 +18,6 @@ from toolcrib.agent.request import Ask, Request, without_meta
 from toolcrib.retrieval.evidence import CitedPassage, Conflict
 from toolcrib.retrieval.excerpt import GAP, BestUnit, best_unit, cut, terms, units
 from toolcrib.retrieval.retriever import contains_exactly
-from toolcrib.text import TYPED_IDENTIFIER
 
 MIN_COVER = 0.3  # the share of an ask's term weight its quoted unit must hold
 MIN_HELD = 2  # and how many of its terms, at least
@@ -145,7 +144,7 @@ def compared(request: Request, passages: Sequence[CitedPassage]) -> list[str]:
 
 def _named(request: Request, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage]]]:
     """Each name of the request (not an identifier) with the passages that mention it, where some do."""
-    return [(n, among) for n in request.names if not TYPED_IDENTIFIER.fullmatch(n)
+    return [(n, among) for n in request.proper_names
             if (among := [p for p in passages if n.casefold() in f"{p.title}\n{p.text}".casefold()])]
 
 

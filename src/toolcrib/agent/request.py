@@ -118,6 +118,7 @@ class Request:
     text: str
     asks: tuple[str, ...]  # the things it asks, in order ("What does X cost and how often ...?" is two)
     names: tuple[str, ...]  # runs of capitalised words ("Northwind Labs")
+    proper_names: tuple[str, ...]  # its names that are not identifiers as people type them ("QX-4030")
     identifiers: tuple[str, ...]  # of the default shape (text.IDENTIFIER)
     typed_identifiers: tuple[str, ...]  # as people type them (text.TYPED_IDENTIFIER: P2, ch1), in order
     figures: tuple[str, ...]  # standing alone, with their sign ("-3", "12")
@@ -139,10 +140,12 @@ class Request:
     @classmethod
     def parse(cls, text: str) -> Request:
         talk = _SMALL_TALK.match(text)
+        named = tuple(names(text))
         return cls(
             text=text,
             asks=tuple(asks(text)),
-            names=tuple(names(text)),
+            names=named,
+            proper_names=tuple(n for n in named if not TYPED_IDENTIFIER.fullmatch(n)),
             identifiers=tuple(find_identifiers(text)),
             typed_identifiers=tuple(TYPED_IDENTIFIER.findall(text)),
             figures=tuple(m.group(0).replace("−", "-") for m in _FIGURE.finditer(text)),
