@@ -131,7 +131,7 @@ class Request:
     wants_documents: bool  # it asks what the documents say
     small_talk: SmallTalk | None  # it is only a greeting, thanks or goodbye
     asks_reasoning: bool  # a yes/no, a hypothetical, a comparison, a summary: reasoning over the evidence
-    asks_judgement: bool  # why, explain, should, compare, than, unless ...: more than records' facts
+    asks_judgement: bool  # why, explain, should, compare, than, except ...: more than records' facts
     asks_procedure: bool  # how something is done ("how do I ...", "steps", "procedure")
     holds_figure: bool  # a word of it starts with a digit ("from 0 V to 24 V", "on 2026-11-06")
     needs_current_data: bool  # it asks for current public information (news, weather, rates): the web's
