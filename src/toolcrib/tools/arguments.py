@@ -65,27 +65,28 @@ def scalar_key(arguments: Mapping[str, Any]) -> tuple[Any, ...] | None:
     return (items, tuple(type(v) for _, v in items)) if numbers else items
 
 
-def pure(schema: Any) -> bool:
+def pure_schema(schema: Any) -> bool:
     """Whether a pydantic-core schema validates without running code of the tool's author: no
     validator function (``AfterValidator``, ``field_validator``, ...), default factory or custom init."""
     if isinstance(schema, dict):
         if str(schema.get("type", "")).startswith("function-") or "default_factory" in schema \
                 or schema.get("custom_init"):
             return False
-        return all(pure(v) for k, v in schema.items() if k not in ("metadata", "cls", "config"))
+        return all(pure_schema(v) for k, v in schema.items() if k not in ("metadata", "cls", "config"))
     if isinstance(schema, (list, tuple)):
-        return all(pure(v) for v in schema)
+        return all(pure_schema(v) for v in schema)
     return True
 
 
-def dump(model: type[BaseModel], validated: Any) -> dict[str, Any]:
+def dumped(model: type[BaseModel], validated: Any) -> dict[str, Any]:
     """``model.model_validate(...).model_dump()``, calling pydantic-core directly with the same
     (default) options: the model methods' keyword handling costs more than the validation."""
     values: dict[str, Any] = model.__pydantic_serializer__.to_python(validated)
     return values
 
 
-def describe(exc: ValidationError) -> str:
+def described(exc: ValidationError) -> str:
+    """What is wrong with the arguments, as the model is told it: up to five problems, by argument."""
     parts = []
     for err in exc.errors()[:5]:
         loc = ".".join(str(p) for p in err["loc"]) or "arguments"

@@ -17,7 +17,7 @@ from pydantic_core import SchemaValidator
 from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.policy.principal import Principal
 from toolcrib.text import stems
-from toolcrib.tools.arguments import describe, dump, pure, scalar_key, validates_as_python
+from toolcrib.tools.arguments import described, dumped, pure_schema, scalar_key, validates_as_python
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.prose import TEXT, holds_prose, split_fields, split_prose
 from toolcrib.tools.signature import parse_docstring, strict_schema
@@ -175,7 +175,7 @@ class Tool:
     # with the same results as validating their JSON text (see ``validates_as_python``)
     _python_args: bool = field(default=False, init=False, repr=False, compare=False)
     # the values plain-scalar arguments validated to, by ``scalar_key``, where validation is a pure
-    # function of them (no validator functions or default factories in the schema: ``pure``)
+    # function of them (no validator functions or default factories in the schema: ``pure_schema``)
     _validated: dict[tuple[Any, ...], dict[str, Any]] | None = field(default=None, init=False, repr=False,
                                                                       compare=False)
     _source: Source = field(default=Source("tool"), init=False, repr=False, compare=False)  # of a whole result
@@ -266,7 +266,7 @@ class Tool:
                            tuple(shapes.get(name) for name in self.identifiers if name in required))
         python_args = not isinstance(self.args_model, SchemaValidator) and validates_as_python(self.parameters)
         object.__setattr__(self, "_python_args", python_args)
-        if python_args and pure(getattr(self.args_model, "__pydantic_core_schema__", None)):
+        if python_args and pure_schema(getattr(self.args_model, "__pydantic_core_schema__", None)):
             object.__setattr__(self, "_validated", {})
 
     def validate(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
@@ -283,7 +283,7 @@ class Tool:
                     values: dict[str, Any] = dict(hit)  # the same arguments validate to the same values
                 else:
                     assert not isinstance(model, SchemaValidator)
-                    values = dump(model, model.__pydantic_validator__.validate_python(arguments))
+                    values = dumped(model, model.__pydantic_validator__.validate_python(arguments))
                     if memo is not None:
                         if len(memo) >= 256:
                             memo.clear()
@@ -295,9 +295,9 @@ class Tool:
                     raise InvalidArguments(
                         f"{self.name}: the arguments must be JSON values with finite numbers") from None
                 values = (model.validate_json(text) if isinstance(model, SchemaValidator)
-                          else dump(model, model.__pydantic_validator__.validate_json(text)))
+                          else dumped(model, model.__pydantic_validator__.validate_json(text)))
         except ValidationError as exc:
-            raise InvalidArguments(f"{self.name}: {describe(exc)}") from None
+            raise InvalidArguments(f"{self.name}: {described(exc)}") from None
         if self.check is not None and ctx is not None:
             self.check(values, ctx)
         return values
