@@ -22,6 +22,7 @@ from toolcrib import (
     tool,
 )
 from toolcrib.agent.evidence import EvidenceLedger
+from toolcrib.agent.request import Request
 from toolcrib.agent.steps import StepId
 from toolcrib.models.base import Completion, Message, ModelSettings, ToolCall, ToolSpec
 from toolcrib.models.profile import ModelProfile
@@ -126,11 +127,12 @@ def test_a_figure_about_a_name_no_evidence_mentions_is_removed() -> None:
     ledger.add(CallOutcome(ToolCall("c1", "lookup_part", {"part_number": "PSU-4030"}), "ok",
                            {"ok": True, "data": {"part_number": "PSU-4030", "name": "30 V bench supply module",
                                                  "price_usd": 389.0}}))
-    question = "What does our competitor Brightline Scientific charge for a 30 V bench supply?"
+    question = Request.parse("What does our competitor Brightline Scientific charge for a 30 V bench supply?")
     review = ledger.review("Brightline Scientific charges $389.00 for a 30 V module [lookup_part#1].", question)
     assert "389" not in review.text and any("Brightline Scientific' is named in no evidence" in f
                                             for f in review.flags)
-    ours = ledger.review("The PSU-4030 costs $389.00 [lookup_part#1].", "What does the PSU-4030 cost at Kestrel?")
+    ours = ledger.review("The PSU-4030 costs $389.00 [lookup_part#1].",
+                         Request.parse("What does the PSU-4030 cost at Kestrel?"))
     assert "389" in ours.text  # a name the question holds is only checked in a sentence that states it
 
 
@@ -141,12 +143,14 @@ def test_figures_from_documents_that_never_name_what_was_asked_about_are_removed
         "ok": True, "data": {"passages": [{"citation": "manual#c4", "title": "Lab Bench Manual",
                                            "text": "The PSU-4030 module supplies 0-30 V at up to 4.0 A; €298.00."}],
                              "sufficient": True, "searched": "30 V bench supply price"}}))
-    question = "What does our competitor Brightline Scientific charge for a 30 V bench supply?"
+    question = Request.parse("What does our competitor Brightline Scientific charge for a 30 V bench supply?")
     review = manual.review("The PSU-4030 module supplies 0-30 V and costs €298.00 [manual#c4].", question)
     assert review.nothing_supported and "Brightline Scientific, named in no evidence" in review.flags[0]
-    ours = manual.review("The PSU-4030 module costs €298.00 [manual#c4].", "What does the PSU-4030 cost in EUR?")
+    ours = manual.review("The PSU-4030 module costs €298.00 [manual#c4].",
+                         Request.parse("What does the PSU-4030 cost in EUR?"))
     assert "298" in ours.text  # an identifier or a code the documents do not spell out is not such a name
-    assert "298" in manual.review("It costs €298.00 [manual#c4].", "What does the Bench module cost?").text
+    bench = Request.parse("What does the Bench module cost?")
+    assert "298" in manual.review("It costs €298.00 [manual#c4].", bench).text
 
 
 @tool
@@ -191,7 +195,7 @@ def test_a_name_that_only_a_passage_title_holds_is_named_by_the_evidence() -> No
     ledger.add(CallOutcome(ToolCall("c1", "search_docs", {"query": "penalty"}), "ok",
                            {"ok": True, "data": {"passages": [passage], "sufficient": True, "searched": "penalty"}}))
     review = ledger.review("The Vogel contract's penalty is 2% a month, up to 10% [contract-vogel#c9].",
-                           "What is the late-delivery penalty in the Vogel contract?")
+                           Request.parse("What is the late-delivery penalty in the Vogel contract?"))
     assert "2%" in review.text and not review.flags
 
 
@@ -204,7 +208,7 @@ def test_a_claim_without_a_citation_gets_the_passage_that_holds_its_figures() ->
     ledger.add(CallOutcome(ToolCall("c1", "search_docs", {"query": "penalty"}), "ok",
                            {"ok": True, "data": {"passages": passages, "sufficient": True, "searched": "penalty"}}))
     review = ledger.review("Tamarack pays 1.5% up to 12% [contract-t#c9]. Vogel's penalty is 2% up to 10%.",
-                           "What is the penalty for Vogel and for Tamarack?")
+                           Request.parse("What is the penalty for Vogel and for Tamarack?"))
     assert [c.id for c in review.citations] == ["contract-t#c9", "contract-v#c9"]
     assert any("[contract-v#c9] attached by code" in f for f in review.flags)
 

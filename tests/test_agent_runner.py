@@ -168,7 +168,25 @@ def test_evidence_rule_rejects_an_invented_answer_then_abstains() -> None:
     answer = r.ask("What's the status of order ORD-1001?", USER)
     assert answer.abstained and answer.outcome == "abstained"
     assert "enough evidence" in answer.text and "shipped" not in answer.text
+    assert "give the exact identifier (part number, order id, ...)" in answer.text  # as these tools name them
     assert model.requests[1][0][-1].content.startswith("Your answer did not rest on any tool result")
+
+
+@tool
+def lookup_pet(pet_id: Annotated[str, Identifier(shape=r"PET-\d+")]) -> dict[str, Any]:
+    """A pet's record: name, species and owner."""
+    return {"found": False, "pet_id": pet_id}
+
+
+def test_the_abstention_asks_for_the_identifiers_the_workspaces_own_tools_take() -> None:
+    gate = Gate(Registry([lookup_pet]), GroupPolicy({"support": ["*"]}))
+    model = ScriptedModel(["Rex is due a vaccine.", "Rex is due a vaccine."])
+    answer = Runner(model, gate).ask("When is Rex due his vaccine?", USER)
+    assert answer.abstained and "give the exact identifier (pet id, ...)" in answer.text
+    assert "order" not in answer.text and "part" not in answer.text
+    no_lookups = Gate(Registry([search_notes]), GroupPolicy({"support": ["*"]}))
+    answer = Runner(ScriptedModel(["Rex is due.", "Rex is due."]), no_lookups).ask("When is Rex due?", USER)
+    assert answer.abstained and "identifier" not in answer.text and answer.text.endswith("please rephrase.")
 
 
 def test_evidence_rule_reminder_can_lead_to_a_tool_call() -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.prompts import UNSUPPORTED_ANSWER
+from toolcrib.agent.request import Request
 from toolcrib.models.base import ToolCall
 from toolcrib.tools.result import CallOutcome
 
-QUESTION = "What does part HLV-2205 cost?"
+QUESTION = Request.parse("What does part HLV-2205 cost?")
 
 
 def ledger(**data: object) -> EvidenceLedger:
@@ -59,8 +60,8 @@ def test_a_date_written_out_is_supported_by_its_iso_form() -> None:
     order.add(CallOutcome(ToolCall("c1", "get_order_status", {"order_id": "ORD-1001"}), "ok", {"ok": True, "data": {
         "order_id": "ORD-1001", "status": "shipped", "created": "2026-11-18", "eta": "2026-11-28"}}))
     text = "Order ORD-1001 was created on November 18, 2026 and is due on 28 November 2026."
-    assert order.review(text, "What is the status of order ORD-1001?").text == text
-    assert order.review("It is due on November 29, 2026.", "Status of ORD-1001?").flags  # 29 is nowhere
+    assert order.review(text, Request.parse("What is the status of order ORD-1001?")).text == text
+    assert order.review("It is due on November 29, 2026.", Request.parse("Status of ORD-1001?")).flags  # 29 is nowhere
 
 
 READING = {"found": True, "channel": "C", "value": 24.1, "unit": "°C", "recorded_at": "2026-11-26T09:00:00",
@@ -69,7 +70,8 @@ READING = {"found": True, "channel": "C", "value": 24.1, "unit": "°C", "recorde
 
 def test_a_sentence_asserting_what_its_evidence_says_is_false_is_removed() -> None:
     review = ledger(**READING).review("The live reading of channel C is 24.1 °C [lookup_part#1]. It was "
-                                      "recorded at 09:00 on 2026-11-26.", "Give me a live reading of channel C.")
+                                      "recorded at 09:00 on 2026-11-26.",
+                                      Request.parse("Give me a live reading of channel C."))
     assert review.text == "It was recorded at 09:00 on 2026-11-26."
     assert review.flags == ["removed a sentence whose claim 'live' is false in the evidence (live: false): "
                             "The live reading of channel C is 24.1 °C [lookup_part#1]."]
@@ -79,7 +81,7 @@ def test_a_sentence_that_negates_the_false_field_is_kept() -> None:
     for text in ("This is not a live reading: the archived value is 24.1 °C.",
                  "No live reading is available; the last archived one is 24.1 °C.",
                  "The part is not in stock."):
-        review = ledger(**READING).review(text, "What is the temperature on channel C?")
+        review = ledger(**READING).review(text, Request.parse("What is the temperature on channel C?"))
         assert review.text == text and not review.flags
 
 
@@ -92,7 +94,7 @@ def test_a_figure_given_for_an_identifier_no_evidence_gives_it_for_is_removed() 
     passages.add(CallOutcome(ToolCall("c1", "search", {"query": "HLV-2200 price"}), "ok", {"ok": True, "data": {
         "passages": [{"citation": cid, "title": "Parts List", "text": t} for cid, t in texts.items()],
         "sufficient": True, "searched": "HLV-2200 price"}}))
-    question = "What is the current price of the HLV-2200 lead?"
+    question = Request.parse("What is the current price of the HLV-2200 lead?")
     review = passages.review("The current price of the HLV-2200 lead is $52.00.", question)
     assert review.nothing_supported
     assert "figure 52 is given for none of HLV-2200" in review.flags[0]
@@ -107,4 +109,4 @@ def test_a_records_figure_reached_through_another_record_stands() -> None:
     chain.add(CallOutcome(ToolCall("c2", "lookup_part", {"part_number": "PSU-0505"}), "ok", {"ok": True, "data": {
         "part_number": "PSU-0505", "price_usd": 118.0}}))
     text = "The part ordered in ORD-1005 costs $118.00 [lookup_part#2]."
-    assert chain.review(text, "What is the unit price of the part ordered in ORD-1005?").text == text
+    assert chain.review(text, Request.parse("What is the unit price of the part ordered in ORD-1005?")).text == text

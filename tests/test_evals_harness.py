@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
+from toolcrib.agent.answer import Answer
 from toolcrib.cli import main
 from toolcrib.evals.harness import run_set
 from toolcrib.evals.questions import load_questions
+from toolcrib.evals.scoring import looks_like_abstention, looks_like_refusal
 from toolcrib.models.base import Message, Prefillable, ToolSpec
 from toolcrib.models.scripted import ScriptedModel
+from toolcrib.tools.registry import Registry
+from toolcrib.tools.tool import Effect, Identifier, tool
 from toolcrib.workspace import Workspace
 
 TOML = """
@@ -281,3 +285,21 @@ def test_the_prompt_starts_of_the_questions_offers_are_prefilled_first_and_repor
     cold = PrefilledModel(GOOD)
     assert run_set(ws, cold, qset, mode="single", model_spec="scripted:test", prefill=False).summary["prefill_ms"] == 0
     assert cold.prefilled == []
+
+
+def test_abstentions_and_refusals_are_read_in_the_workspaces_own_words() -> None:
+    @tool(effect=Effect.ACTUATE)
+    def lock_door(door_id: Annotated[str, Identifier()]) -> dict[str, Any]:
+        """Lock a door and energise its alarm."""
+        return {}
+
+    def said(text: str) -> Answer:
+        return Answer(text=text)
+
+    workspace = Registry([lock_door])
+    assert looks_like_refusal(said("I can't lock it from here."), workspace)  # the tool's verb
+    assert looks_like_refusal(said("I cannot energize the alarm for you."), workspace)  # its description's, spelled
+    assert not looks_like_refusal(said("I can't lock it from here."))  # another workspace's tools do no locking
+    assert looks_like_abstention(said("There is no door by that number."), workspace)  # what its identifiers name
+    assert not looks_like_abstention(said("There is no door by that number."))
+    assert looks_like_refusal(said("Only HR may read payroll."))  # a group, in capitals

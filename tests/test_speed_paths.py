@@ -28,8 +28,8 @@ from toolcrib import (
 )
 from toolcrib.errors import ConfigError, InvalidArguments, OperatorError
 from toolcrib.tools.grounding import Grounding, Source
+from toolcrib.tools.prose import TEXT
 from toolcrib.tools.result import encoded_ok_payload
-from toolcrib.tools.tool import _TEXT
 from toolcrib.trace.events import timestamp
 
 ALICE = Principal("alice", groups=frozenset({"support"}))
@@ -134,9 +134,9 @@ def test_one_encode_serves_the_size_check_and_the_sources() -> None:
     for value in [{"a": "ü", "n": [1, 2.5, None]}, "text", 3, [{"k": True}]]:
         payload, text = encoded_ok_payload("t", value, 4000)
         assert payload == {"ok": True, "tool": "t", "data": value, "truncated": False}
-        assert text == _TEXT.encode(value)
+        assert text == TEXT.encode(value)
     payload, text = encoded_ok_payload("t", {"when": datetime(2025, 1, 1, tzinfo=UTC)}, 4000)
-    assert payload["data"] == {"when": "2025-01-01 00:00:00+00:00"} and text == _TEXT.encode(payload["data"])
+    assert payload["data"] == {"when": "2025-01-01 00:00:00+00:00"} and text == TEXT.encode(payload["data"])
     payload, text = encoded_ok_payload("t", {"s": "x" * 500}, 100)
     assert payload["truncated"] and text is None
 

@@ -37,9 +37,15 @@ class ToolcribError(Exception):
 
 
 class ModelFacingError(ToolcribError):
-    """An error the model caused; it is shown to the model as a controlled tool result."""
+    """An error the model caused; it is shown to the model as a controlled tool result. A subclass
+    declares its stable ``code`` as a class keyword: ``class UnknownTool(ModelFacingError, code="unknown_tool")``."""
 
     code: str = "tool_error"
+
+    def __init_subclass__(cls, *, code: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -52,55 +58,54 @@ class ModelFacingError(ToolcribError):
         return {"ok": False, "error": {"code": self.code, "message": self.message}}
 
 
-class UnknownTool(ModelFacingError):
-    code = "unknown_tool"
+class UnknownTool(ModelFacingError, code="unknown_tool"):
+    """Not in the registry."""
 
 
-class NotOffered(ModelFacingError):
-    code = "not_offered"
+class NotOffered(ModelFacingError, code="not_offered"):
+    """Registered, but not offered to this principal at this point of the run."""
 
 
-class InvalidArguments(ModelFacingError):
-    code = "invalid_arguments"
+class InvalidArguments(ModelFacingError, code="invalid_arguments"):
+    """JSON that does not parse, or fails the strict schema or the tool's domain checks."""
 
 
-class UngroundedArgument(ModelFacingError):
-    code = "ungrounded_argument"
+class UngroundedArgument(ModelFacingError, code="ungrounded_argument"):
+    """An identifier that appears nowhere in the conversation."""
 
 
-class NotPermitted(ModelFacingError):
-    code = "not_permitted"
+class NotPermitted(ModelFacingError, code="not_permitted"):
+    """The policy denied this principal this call."""
 
 
-class UntrustedSource(NotPermitted):
-    code = "untrusted_argument"
+class UntrustedSource(NotPermitted, code="untrusted_argument"):
+    """A sensitive argument or an egress destination found only in content others wrote (or nowhere):
+    refused before any person is asked."""
 
 
-class ApprovalRequired(ModelFacingError):
-    code = "approval_required"
+class ApprovalRequired(ModelFacingError, code="approval_required"):
+    """A WRITE/ACTUATE call is held until a person approves it."""
 
 
-class ToolFailed(ModelFacingError):
-    code = "tool_failed"
+class ToolFailed(ModelFacingError, code="tool_failed"):
+    """The tool raised; the message carries no internals (``internal`` does, for the operator's trace)."""
 
     def __init__(self, message: str, *, code: str | None = None, internal: str = "") -> None:
         super().__init__(message, code=code)
         self.internal = internal  # what the tool raised: for the operator's trace, never for the model
 
 
-class ToolUnavailable(ToolFailed):
+class ToolUnavailable(ToolFailed, code="tool_unavailable"):
     """A remote tool that cannot be used now: its server is down or slow, answered something that is
     not a result, or the tool is disabled until an operator trusts its changed definition."""
 
-    code = "tool_unavailable"
+
+class ToolTimeout(ModelFacingError, code="timeout"):
+    """The tool ran past its time bound (for a write: its outcome is unknown)."""
 
 
-class ToolTimeout(ModelFacingError):
-    code = "timeout"
-
-
-class CallDropped(ModelFacingError):
-    code = "dropped"
+class CallDropped(ModelFacingError, code="dropped"):
+    """A call the run's mode does not allow (a second call in single mode)."""
 
 
 class OperatorError(ToolcribError):

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolcrib.agent import prompts
+from toolcrib.agent.facts import Facts
+from toolcrib.agent.request import Request
 from toolcrib.models.base import HostedCall, HostedSource
 from toolcrib.retrieval.citations import Citation, check_citations
 from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
-from toolcrib.retrieval.excerpt import key_sentence, names
-from toolcrib.text import CODE_IDENTIFIER, SENTENCES, content_words, spaced
+from toolcrib.retrieval.excerpt import key_sentence
+from toolcrib.text import SENTENCES, content_words, spaced
 from toolcrib.tools.result import CallOutcome
-from toolcrib.websearch.results import WebResults, needs_current_data
+from toolcrib.websearch.results import WebResults
 
 
 @dataclass
@@ -152,19 +154,19 @@ class EvidenceLedger:
                   if (quote := key_sentence(self.texts[cid], question))}
         return [c.describe(quotes) for c in conflicts]
 
-    def review(self, text: str, question: str | None = None, *, check_claims: bool = True) -> CitationReview:
-        """Keep citations to evidence this run retrieved; drop and flag any other; with the ``question``
+    def review(self, text: str, request: Request | None = None, *, check_claims: bool = True) -> CitationReview:
+        """Keep citations to evidence this run retrieved; drop and flag any other; with the ``request``
         and ``check_claims`` (an answer written from the evidence, not code's own account or quote), drop
         each sentence whose figures or identifiers are in neither the evidence nor the question (the
         claim check), and flag or cite for each claim without a citation; cite the tool results the
         answer rests on and every version of a conflicting document; add the conflict note (with the
-        ``question``, what each version says on it)."""
+        ``request``, what each version says on it)."""
         known = self.items
         check = check_citations(text, known)
         flags = [f"removed citation [{cid}]: not retrieved in this run" for cid in check.invalid]
         for cid in check.invalid:
             text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
-        checked = question if check_claims else None  # the question the claims answer, when checked
+        checked = request if check_claims else None  # the request the claims answer, when checked
         text, unsupported = self._claims_checked(text, checked) if checked is not None else (text, [])
         flags += [f"removed a sentence whose {what}: {sentence[:160]}" for sentence, what in unsupported]
         nothing_supported = bool(unsupported) and not text.strip()
@@ -200,7 +202,7 @@ class EvidenceLedger:
             for cid in conflict.citations:
                 if cid in known:
                     cited.setdefault(cid, known[cid])
-        notes = self.conflict_notes(bearing, question)
+        notes = self.conflict_notes(bearing, request.text if request is not None else None)
         flags += [f"conflicting sources: {n}" for n in notes]
         text = text.strip()
         if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions
@@ -213,7 +215,7 @@ class EvidenceLedger:
         passage = self.passages.get(cid)
         return f"{passage.where}\n{self.texts[cid]}" if passage is not None else self.texts[cid]
 
-    def _unrelated(self, facts: _Facts, asked: _Facts, items: Mapping[str, _Facts]) -> str:
+    def _unrelated(self, facts: Facts, asked: Facts, items: Mapping[str, Facts]) -> str:
         """Why a claim's figure is not the evidence's figure for what it names: it comes from passages
         only (of ``items``), and none holds it together with one of the claim's identifiers ("AB-1230
         costs $52.00" when $52.00 is the price of AB-1234 in the parts list). A tool's record is about
@@ -231,14 +233,14 @@ class EvidenceLedger:
     def _holder(self, claim: str, passages: Mapping[str, Citation]) -> str | None:
         """The first (best-ranked) passage that holds every figure and identifier ``claim`` states; None
         when it states none, or no passage holds them all."""
-        facts = _Facts.of(claim)
+        facts = Facts.of(claim)
         if not (facts.figures or facts.identifiers):
             return None
-        nothing = _Facts(frozenset(), frozenset())
+        nothing = Facts(frozenset(), frozenset())
         return next((cid for cid in passages if not facts.missing_from(
-            _Facts.of(self._shown(cid), evidence=True), nothing)), None)
+            Facts.of(self._shown(cid), evidence=True), nothing)), None)
 
-    def _claims_checked(self, text: str, question: str) -> tuple[str, list[tuple[str, str]]]:
+    def _claims_checked(self, text: str, request: Request) -> tuple[str, list[tuple[str, str]]]:
         """``text`` without the sentences that state a figure, date, price or identifier found in neither
         the evidence this run retrieved (the sentence's cited items when it cites any) nor the question,
         or that give a figure for an identifier no item gives it for ("AB-1230 costs $52.00", the price
@@ -249,10 +251,10 @@ class EvidenceLedger:
         supply given for a competitor's); and each removed sentence with why."""
         kept: list[str] = []
         removed: list[tuple[str, str]] = []
-        asked = _Facts.of(question, evidence=True)
+        asked = request.stated
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
-        held = {cid: _Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
-        asked_names = names(question)
+        held = {cid: Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
+        asked_names = request.names
         unknown = self.unmentioned(asked_names)
         # every proper name the request asks about (not an identifier or a code such as EUR) is absent
         # from documents that are all the evidence: a figure from them is about something else
@@ -263,9 +265,9 @@ class EvidenceLedger:
             ids = [c for c in _CITED.findall(sentence) if c in self.texts]
             cited = "\n".join(self._shown(c) for c in ids)
             claim = _CITED.sub("", sentence)
-            facts = _Facts.of(claim)
+            facts = Facts.of(claim)
             items = {cid: held[cid] for cid in ids} if ids else held
-            missing = facts.missing_from(_Facts.joined(items.values()), asked)
+            missing = facts.missing_from(Facts.joined(items.values()), asked)
             why = (f"{missing} is not in the evidence" if missing else self._unrelated(facts, asked, items)
                    or _contradiction(claim, cited or everything))
             if not why and (facts.identifiers or facts.figures):
@@ -278,8 +280,11 @@ class EvidenceLedger:
                 kept.append(sentence)
         return ("".join(kept) if removed else text), removed
 
-    def abstention(self, outcomes: Sequence[CallOutcome], question: str = "") -> str:
-        """What the run says when the evidence does not answer: what it searched and what failed."""
+    def abstention(self, outcomes: Sequence[CallOutcome], request: Request | None = None,
+                   identifiers: Sequence[str] = ()) -> str:
+        """What the run says when the evidence does not answer: what it searched and what failed, and the
+        kind of identifier that would help, as the workspace's tools name them (``identifiers``: "ticket
+        number", "account id"; ``Registry.identifier_names``)."""
         searched = "; ".join(f'"{q}"' for q in self.searched)
         searched = f"I searched the documents for {searched}. " if searched else ""
         failures = [f"{o.call.name} ({o.payload['error']['code']})" for o in outcomes
@@ -287,57 +292,21 @@ class EvidenceLedger:
         failed = f"These lookups could not be completed: {', '.join(failures)}. " if failures else ""
         if self.found_nothing:
             failed += f"{'; '.join(self.found_nothing.values())}. "
-        if needs_current_data(question) and not self.searched_web:
+        if request is not None and request.needs_current_data and not self.searched_web:
             # no web search answered in this run (no provider, or it failed): say so rather than guess
             return prompts.NO_CURRENT_DATA_ANSWER.format(failed=failed)
         if self.searched_web:
             searched += f"I searched the web for {'; '.join(repr(q) for q in self.searched_web)}. "
-        return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched)
+        give = prompts.GIVE_IDENTIFIER.format(examples=", ".join(identifiers[:_EXAMPLES])) if identifiers else ""
+        return prompts.NO_EVIDENCE_ANSWER.format(failed=failed, searched=searched, give=give)
+
+
+_EXAMPLES = 2  # kinds of identifier the abstention names
 
 
 # Citation markers; where a sentence ends.
 _ENDED = re.compile(r"[.!?](?:\s*\[[^\[\]]+\])*\s*$")  # a whole sentence's end, citation markers after it
 _CITED = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]+)\]")
-# A figure: an optional currency sign, digits with thousands separators and decimals, an optional %; not
-# the digits of an identifier or the month and day of an ISO date (after a hyphen).
-_FIGURE = re.compile(r"(?<![\w.-])([$€£]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)")
-_ANY_FIGURE = re.compile(r"(?<![\w.])([$€£]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)")  # after a hyphen too
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """The identifiers and figures a text states; small whole numbers (counts, steps, days of a date) are
-    left out: prose writes them in too many ways to check."""
-
-    identifiers: frozenset[str]
-    figures: frozenset[float]
-
-    @classmethod
-    def of(cls, text: str, *, evidence: bool = False) -> _Facts:
-        """What ``text`` states; as ``evidence``, every number in it counts, the parts of a date or an
-        identifier too ("2026-11-18" supports "November 18, 2026")."""
-        figures = set()
-        for currency, whole, decimals, percent in (_ANY_FIGURE if evidence else _FIGURE).findall(text):
-            value = float(whole.replace(",", "") + decimals)
-            if evidence or currency or decimals or percent or value >= 10:
-                figures.add(round(value, 6))
-        return cls(frozenset(m.upper() for m in CODE_IDENTIFIER.findall(text)), frozenset(figures))
-
-    @classmethod
-    def joined(cls, parts: Iterable[_Facts]) -> _Facts:
-        """What several texts state together."""
-        parts = list(parts)
-        return cls(frozenset().union(*(p.identifiers for p in parts)), frozenset().union(*(p.figures for p in parts)))
-
-    def missing_from(self, evidence: _Facts, question: _Facts) -> str:
-        """What of this is in neither ``evidence`` nor ``question``: "" when nothing is missing."""
-        ids = sorted(self.identifiers - evidence.identifiers - question.identifiers)
-        figures = sorted(self.figures - evidence.figures - question.figures)
-        missing = [f"identifier {', '.join(ids)}" if ids else "",
-                   f"figure {', '.join(f'{f:g}' for f in figures)}" if figures else ""]
-        return " and ".join(m for m in missing if m)
-
-
 # A sentence that says the evidence does not hold the answer ("The price is not listed in the provided
 # evidence.", "The documents do not mention it.")
 _LACKS = re.compile(

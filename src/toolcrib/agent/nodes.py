@@ -379,7 +379,8 @@ class Abstain(Node):
         else:
             run.tracer.record(EventKind.ABSTAINED, "Abstain: not enough evidence",
                               detail={"searched": run.evidence.searched, "model_text": text[:300]})
-            run.draft = Finish(run.evidence.abstention(run.outcomes, run.question), outcome="abstained", abstained=True)
+            said = run.evidence.abstention(run.outcomes, run.request, flow.calls.gate.registry.identifier_names())
+            run.draft = Finish(said, outcome="abstained", abstained=True)
         return Edge.NEXT
 
 
@@ -418,7 +419,7 @@ class Review(Node):
         run.citations, run.review_flags = [], []
         if draft.abstained:
             return Edge.NEXT
-        review = run.evidence.review(draft.text, run.question if draft.outcome == "answered" else None,
+        review = run.evidence.review(draft.text, run.request if draft.outcome == "answered" else None,
                                      check_claims=not draft.code_wrote)
         run.citations, run.review_flags = review.citations, review.flags
         run.tracer.record(EventKind.CITATION_CHECK, "Check citations", citations=[c.id for c in review.citations],

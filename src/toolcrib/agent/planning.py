@@ -4,12 +4,12 @@ the gate like any call and recorded as decided by code (steps of the aided strat
 from __future__ import annotations
 
 import json
-import re
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Finish
 from toolcrib.agent.calls import Calls
 from toolcrib.agent.records import unanswered_by_query, unanswered_words
+from toolcrib.agent.request import Request
 from toolcrib.agent.state import RunState
 from toolcrib.agent.steps import Step, StepId
 from toolcrib.models.base import Message, ToolCall
@@ -36,7 +36,7 @@ class RegroundedLookup(Step):
             key = tool.lookup_key() if tool is not None else None
             if key is None or outcome.payload.get("error", {}).get("code") != "ungrounded_argument":
                 continue
-            found = list(dict.fromkeys(identifiers(run.question, key[1])))
+            found = list(dict.fromkeys(run.request.identifiers_of(key[1])))
             if len(found) != 1 or found[0] == outcome.call.arguments.get(key[0]):
                 continue
             call = ToolCall(f"code_{run.calls + 1}", outcome.call.name, {key[0]: found[0]})
@@ -88,7 +88,7 @@ class PlannedLookups(Step):
             if not (missing or tool.named_by(run.question)):
                 continue
             name, shape = key
-            found = [v for v in identifiers(run.question, shape) if missing or v.casefold() not in used]
+            found = [v for v in run.request.identifiers_of(shape) if missing or v.casefold() not in used]
             if not found:
                 if any(name in c.arguments for c in made):  # that kind of thing was looked up: no chain
                     continue
@@ -117,9 +117,8 @@ class RequestedChange(Step):
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         if run.flagged or calls.complete is None or any(calls.changes(o.call) for o in run.outcomes):
             return None
-        words = set(re.findall(r"[a-z]+", run.question.casefold()))
         named = {t.name for t in calls.gate.registry
-                 if t.effect is not Effect.READ and _asks_change(t, words, run.question)}
+                 if t.effect is not Effect.READ and _asks_change(t, run.request)}
         if not named:  # the usual case: no offer is computed for it
             return None
         offer = calls.current_offer(run)
@@ -142,13 +141,13 @@ class RequestedChange(Step):
         return None
 
 
-def _asks_change(tool: Tool, words: set[str], request: str) -> bool:
-    """Whether ``request`` (``words``: its words) says ``tool``'s verb as its name writes it and holds a
-    value of each identifier shape the tool requires (at least one)."""
+def _asks_change(tool: Tool, request: Request) -> bool:
+    """Whether ``request`` says ``tool``'s verb as its name writes it and holds a value of each identifier
+    shape the tool requires (at least one)."""
     required = set(tool.parameters.get("required", ()))
     shapes = [shape for name, shape in tool.identifier_shapes if name in required]
-    return (name_words(tool.name)[0] in words and bool(shapes)
-            and all(identifiers(request, shape) for shape in shapes))
+    return (name_words(tool.name)[0] in request.words and bool(shapes)
+            and all(request.identifiers_of(shape) for shape in shapes))
 
 
 class UnansweredSearch(Step):

@@ -54,7 +54,10 @@ UNMENTIONED_ANSWER = ("Nothing I found mentions {names}, so I can't answer that 
                       "and data. I won't guess.")
 
 NO_EVIDENCE_ANSWER = ("I don't have enough evidence to answer that. {failed}{searched}I won't guess; "
-                      "please rephrase, or give the exact identifier (order id, part number, ...).")
+                      "please rephrase{give}.")
+
+# what the abstention asks for, named as the workspace's tools name it: "ticket number, account id, ..."
+GIVE_IDENTIFIER = ", or give the exact identifier ({examples}, ...)"
 
 NO_CURRENT_DATA_ANSWER = ("I can't reach current data from here: this question needs current public information "
                           "and no web search result is available to this workspace. {failed}I won't guess.")

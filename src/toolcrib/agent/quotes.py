@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from toolcrib.agent.request import Request, without_meta
+from toolcrib.agent.request import Ask, Request, without_meta
 from toolcrib.retrieval.evidence import CitedPassage, Conflict
 from toolcrib.retrieval.excerpt import GAP, BestUnit, best_unit, cut, terms, units
 from toolcrib.retrieval.retriever import contains_exactly
-from toolcrib.text import TYPED_IDENTIFIER
 
 MIN_COVER = 0.3  # the share of an ask's term weight its quoted unit must hold
 MIN_HELD = 2  # and how many of its terms, at least
@@ -27,25 +26,11 @@ _STEP = re.compile(r"^\s*(\d{1,2})[.)]\s+\S")
 _STEP_TITLE = 80  # a step shorter than this is a title: the sentence after it is quoted with it
 _QUOTE_CHARS = 600
 
-# answered by reasoning over the evidence, not by quoting it: a yes/no, a hypothetical, a comparison
-_REASONING = re.compile(r"^\s*(?:can|could|is|are|was|were|does|do|did|should|will|would|may|must|has|have|if)\b|"
-                        r"\b(?:today|tomorrow|yesterday|if|cheaper|cheapest|fewer|better|worse|compare|versus|vs|"
-                        r"summari[sz]e|explain)\b", re.IGNORECASE)
-# a procedure's steps run over several passages: the model puts them together
-_PROCEDURE = re.compile(r"^\s*how\s+(?:do|can|should|would|must)\s+(?:i|we|you)\b|\bhow\s+to\b|\bsteps?\b|"
-                        r"\bprocedure\b", re.IGNORECASE)
-# what the answer to an ask must hold: a price asked is a figure with its currency; an amount, a
-# duration or a date asked is a figure
-_PRICE_ASK = re.compile(r"\b(?:price[sd]?|costs?)\b", re.IGNORECASE)
-_CURRENCY = re.compile(r"[$€£¥]|\b(?:EUR|USD|GBP|CHF|JPY|price)\b", re.IGNORECASE)
-_AMOUNT_ASK = re.compile(r"\b(?:how\s+(?:much|many|long|soon|often|fast|far|quickly)|when|what\s+(?:time|date|day)|"
-                         r"percent(?:age)?|rate|period|value|total|fees?|charges?)\b", re.IGNORECASE)
-_WHEN_ASK = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b", re.IGNORECASE)
+# what a quoted date or time looks like
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _DATE = re.compile(rf"\b(?:19|20)\d\d\b|\b\d{{1,2}}:\d\d\b|\b{_MONTH}\s+\d|\b\d{{1,2}}\s+{_MONTH}|"
                    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
-# what separates the names of a list: "Norden and Ostara", "Norden's, Borealis's or Ostara's"
-_LISTED = re.compile(r"(?:['’]s)?\s*(?:,\s*(?:and\s+|or\s+)?|and|or|&|vs\.?|versus)\s*", re.IGNORECASE)
+_CURRENCY = re.compile(r"[$€£¥]|\b(?:EUR|USD|GBP|CHF|JPY|price)\b", re.IGNORECASE)
 
 
 def quoted_answer(request: Request, passages: Sequence[CitedPassage], conflicts: Sequence[Conflict] = (), *,
@@ -57,16 +42,15 @@ def quoted_answer(request: Request, passages: Sequence[CitedPassage], conflicts:
     conflicting versions (``conflicts``) only the newest is quoted: the note the citation review adds
     says what each version says. Each value in ``sought`` (what a lookup of the run found nothing
     for: "channel Z") must be named by a quote, or there is nothing to quote."""
-    question = request.text
-    if passages and _PROCEDURE.search(question) and not _REASONING.search(question):
-        return _steps(question, passages)
-    if not passages or _REASONING.search(question) or _PROCEDURE.search(question) or _holds_figure(question):
+    if passages and request.asks_procedure and not request.asks_reasoning:
+        return _steps(request.text, passages)
+    if not passages or request.asks_reasoning or request.asks_procedure or request.holds_figure:
         return None
     older = {v.get("doc_id") or v.get("citation", "").split("#", 1)[0] for c in conflicts for v in c.versions[1:]}
     shown = [p for p in passages if p.doc_id not in older]
     quotes: list[tuple[CitedPassage, str]] = []
     for ask, among, optional in _targets(request, shown):
-        best = best_unit(without_meta(ask), [p.text for p in among])
+        best = best_unit(without_meta(ask.text), [p.text for p in among])
         if best is None or not _answers(ask, among[best.passage], best):
             if optional and quotes:
                 continue  # another document holding the identifier, saying nothing of it
@@ -109,22 +93,22 @@ def _steps(question: str, passages: Sequence[CitedPassage]) -> str | None:
     return f"According to {_where(first)}:\n" + "\n".join(lines)
 
 
-def _answers(ask: str, passage: CitedPassage, best: BestUnit) -> bool:
+def _answers(ask: Ask, passage: CitedPassage, best: BestUnit) -> bool:
     """Whether a unit of a trusted passage answers ``ask``: enough of its terms, every identifier it
     names (in the unit or the document's title), and the kind of figure it asks for (a price with its
     currency, a date for "when", a figure for an amount or a duration)."""
     if best.cover < MIN_COVER or best.held < MIN_HELD or not passage.trusted:
         return False
-    if not _names_all(ask, f"{passage.title}\n{best.text}"):
+    if not _names_all(ask.identifiers, f"{passage.title}\n{best.text}"):
         return False
-    if _PRICE_ASK.search(ask) and not (_CURRENCY.search(best.text) and any(c.isdigit() for c in best.text)):
+    if ask.price and not (_CURRENCY.search(best.text) and any(c.isdigit() for c in best.text)):
         return False
-    if _WHEN_ASK.search(ask) and not _DATE.search(best.text):
+    if ask.when and not _DATE.search(best.text):
         return False
-    return not _AMOUNT_ASK.search(ask) or any(c.isdigit() for c in best.text)
+    return not ask.amount or any(c.isdigit() for c in best.text)
 
 
-def _targets(request: Request, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage], bool]]:
+def _targets(request: Request, passages: Sequence[CitedPassage]) -> list[tuple[Ask, list[CitedPassage], bool]]:
     """What to quote for, among which passages, and whether it may go unanswered (a document other
     than the first holding the identifier asked about). With two or more names the passages mention
     ("the Norden contract, and how does Ostara's differ?"): the question without its names, among each name's
@@ -132,15 +116,14 @@ def _targets(request: Request, passages: Sequence[CitedPassage]) -> list[tuple[s
     according to our documents"): the ask among each such document's passages, best first. Else each
     ask among the passages holding every identifier of the question (a later ask often names its
     subject only as "it": "... and how often should it be replaced?")."""
-    question = request.text
     named = _named(request, passages)
     if len(named) >= 2:
-        bare = _without(question, {n for n, _ in named})
+        bare = Ask.of(request.without({n for n, _ in named}))
         return [(bare, among, False) for _, among in named]
-    holding = [p for p in passages if _names_all(question, f"{p.title}\n{p.text}")]
-    parts = list(request.asks)
+    holding = [p for p in passages if _names_all(request.typed_identifiers, f"{p.title}\n{p.text}")]
+    parts = [Ask.of(ask) for ask in request.asks]
     documents = list(dict.fromkeys(p.doc_id for p in holding))
-    if len(parts) == 1 and TYPED_IDENTIFIER.search(question) and len(documents) >= 2:
+    if len(parts) == 1 and request.typed_identifiers and len(documents) >= 2:
         return [(parts[0], [p for p in holding if p.doc_id == doc], k > 0) for k, doc in enumerate(documents)]
     return [(ask, holding, False) for ask in parts]
 
@@ -149,39 +132,25 @@ def compared(request: Request, passages: Sequence[CitedPassage]) -> list[str]:
     """The names ``question`` lists together ("Norden and Ostara", "A, B or C") that passages mention,
     when there are two or more: each needs its own answer. Not the words of one title ("The Art of
     Electronics")."""
-    question = request.text
     group: list[str] = []
     for name, _ in _named(request, passages):
-        if group:
-            last = group[-1]
-            if not _LISTED.fullmatch(question[question.find(last) + len(last):question.find(name)]):
-                if len(group) >= 2:
-                    break
-                group = []
+        if group and not request.listed(group[-1], name):
+            if len(group) >= 2:
+                break
+            group = []
         group.append(name)
     return group if len(group) >= 2 else []
 
 
 def _named(request: Request, passages: Sequence[CitedPassage]) -> list[tuple[str, list[CitedPassage]]]:
     """Each name of the request (not an identifier) with the passages that mention it, where some do."""
-    return [(n, among) for n in request.names if not TYPED_IDENTIFIER.fullmatch(n)
+    return [(n, among) for n in request.proper_names
             if (among := [p for p in passages if n.casefold() in f"{p.title}\n{p.text}".casefold()])]
 
 
-def _names_all(ask: str, text: str) -> bool:
-    """Whether ``text`` holds every identifier ``ask`` names (QX-4030, P2, KB-400)."""
-    return all(contains_exactly(text, i) for i in TYPED_IDENTIFIER.findall(ask))
-
-
-def _without(text: str, words: set[str]) -> str:
-    for word in words:
-        text = re.sub(rf"\b{re.escape(word)}(?:['’]s)?\b", " ", text)
-    return text
-
-
-def _holds_figure(question: str) -> bool:
-    """A figure to compute with ("from 0 V to 24 V", "delivered on 2026-11-06"), not an identifier."""
-    return any(token[:1].isdigit() for token in re.findall(r"[\w.,:-]+", question))
+def _names_all(identifiers: Sequence[str], text: str) -> bool:
+    """Whether ``text`` holds every one of ``identifiers`` (an ask's: QX-4030, P2, KB-400)."""
+    return all(contains_exactly(text, i) for i in identifiers)
 
 
 def _where(passage: CitedPassage) -> str:

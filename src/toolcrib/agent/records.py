@@ -16,16 +16,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence, Set
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolcrib.agent.request import Request
 from toolcrib.retrieval.retriever import contains_exactly
 from toolcrib.text import stems
 from toolcrib.tools.tool import Tool
 
-_NEEDS_REASONING = re.compile(r"\b(?:why|explain|should|compare|recommend|summari[sz]e|differ\w*|if|whether|"
-                              r"than|instead|but|except|overdue|late|enough)\b", re.IGNORECASE)
 # Words that ask, point or hedge without naming anything a record must hold; a count the request gives
 # ("three filters") is its own figure.
 _ASKING = stems(
@@ -41,8 +38,7 @@ _MAX_ROWS, _MAX_COLUMNS = 5, 4  # a query result code states as it is
 _TRUE, _FALSE = "\x00true", "\x00false"  # a flag is stated as "live" or "not live", not "live no"
 
 
-@dataclass(frozen=True)
-class LookedUp:
+class LookedUp(NamedTuple):
     """One successful lookup of the run: the tool, the identifier it was given, its record and its citation."""
 
     tool: Tool
@@ -54,7 +50,7 @@ class LookedUp:
 def record_answer(request: Request, lookups: Sequence[LookedUp]) -> str | None:
     """The answer code writes from ``lookups``, or None when the question needs the model (see the
     module docstring)."""
-    if not lookups or not request.wants_facts or _NEEDS_REASONING.search(request.text):
+    if not lookups or not request.wants_facts or request.asks_judgement:
         return None
     if any(not _flat(item.record) or item.record.get("found") is False for item in lookups):
         return None
@@ -70,7 +66,7 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
     condition dropped from it (``sql.unsaid``). None when the question needs the model, or the result
     is empty or larger."""
     columns, rows = data.get("columns"), data.get("rows")
-    if not request.wants_facts or _NEEDS_REASONING.search(request.text) or data.get("truncated"):
+    if not request.wants_facts or request.asks_judgement or data.get("truncated"):
         return None
     if data.get("claimed"):  # a column named for what it does not compute: not code's to state
         return None

@@ -10,16 +10,12 @@ refused at once, and no proposal that could never run reaches an approver. Anyth
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from toolcrib.agent.request import Request
 from toolcrib.text import stems
 from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.tool import Tool, name_words
-
-# a figure with a short unit after it ("12 V", "5 kg"): the unit is not an identifier
-_WITH_UNIT = re.compile(r"(?<![\w.-])[-−]?\d+(?:\.\d+)?\s*[A-Za-z%°]{1,2}\b")
 
 
 def requested_arguments(request: Request, tool: Tool) -> dict[str, Any] | None:
@@ -33,7 +29,7 @@ def requested_arguments(request: Request, tool: Tool) -> dict[str, Any] | None:
     schema = tool.parameters.get("properties", {})
     required = list(tool.parameters.get("required", ()))
     shapes = dict(tool.identifier_shapes)
-    words = _WITH_UNIT.sub(" ", request.text)  # where identifiers are looked for
+    words = request.without_units  # where identifiers are looked for
     figures = request.figures
     numeric = [name for name in required if schema.get(name, {}).get("type") in ("integer", "number")]
     arguments: dict[str, Any] = {}

@@ -27,6 +27,14 @@ def _show(row: dict[str, Any]) -> None:
         click.secho(f"    WARNING: {warning}", fg="yellow")
 
 
+def _list(rows: list[dict[str, Any]], as_json: bool) -> None:
+    """The proposals waiting for a decision, as JSON or one block each."""
+    if as_json or not rows:
+        click.echo(json.dumps(rows) if as_json else "No proposals are waiting for approval.")
+    for row in [] if as_json else rows:
+        _show(row)
+
+
 def _changes(pairs: tuple[str, ...]) -> dict[str, Any]:
     """``--set ARG=VALUE`` pairs: VALUE read as JSON when it is JSON (3, true, "3"), else as text."""
     out: dict[str, Any] = {}
@@ -63,14 +71,7 @@ def approve_cmd(proposal_ids: tuple[str, ...], user: str | None, reject: bool, s
     desk = ApprovalDesk(ws)
     if not proposal_ids:
         desk.sweep()  # what expired undecided is recorded (and its webhook told) before the list is shown
-        rows = desk.pending()
-        if as_json:
-            click.echo(json.dumps(rows))
-            return
-        if not rows:
-            click.echo("No proposals are waiting for approval.")
-        for row in rows:
-            _show(row)
+        _list(desk.pending(), as_json)
         return
     approver = ws.principal(user)
     if len(proposal_ids) > 1:

@@ -8,9 +8,8 @@ fits, which is the usual sign of a stale or misleading tool description (or a ch
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,34 +25,14 @@ FALLING_RATE_EXPLANATION = (
     "(`toolcrib eval compare`), and re-run `toolcrib eval` on the demo or your own question set.")
 
 
-@dataclass
-class _Day:
-    runs: int = 0
-    decisions: int = 0
-    tool_decisions: int = 0
-    direct: int = 0
-    refusals: int = 0
-    held: int = 0
-    approved: int = 0
-    errors: int = 0
-    abstained: int = 0
-    latency_ms: list[float] = field(default_factory=list)
-
-
-@dataclass
-class _ToolStats:
-    proposed: int = 0
-    ran: int = 0
-    refused: int = 0
-    held: int = 0
-    approved: int = 0
-    errors: int = 0
+# What is counted per tool, in the report's order.
+_TOOL_COUNTS = ("proposed", "ran", "refused", "held", "approved", "errors")
 
 
 # What a call's event counts, per tool and (where named) per day.
 _COUNTED: dict[EventKind, tuple[str, str]] = {
     EventKind.CALL_EXECUTED: ("ran", ""), EventKind.CALL_REFUSED: ("refused", "refusals"),
-    EventKind.CALL_HELD: ("held", "held"), EventKind.CALL_APPROVED: ("approved", "approved"),
+    EventKind.CALL_HELD: ("held", "held_for_approval"), EventKind.CALL_APPROVED: ("approved", "approved"),
     EventKind.CALL_FAILED: ("errors", "errors"),
 }
 
@@ -69,8 +48,9 @@ def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date
     """Per-day and per-tool statistics over JSONL traces, with a falling tool-call-rate flag."""
     today = today or date.today()
     since = today - timedelta(days=days - 1) if days else None
-    per_day: dict[str, _Day] = defaultdict(_Day)
-    per_tool: dict[str, _ToolStats] = defaultdict(_ToolStats)
+    per_day: dict[str, Counter[str]] = defaultdict(Counter)
+    latency: dict[str, list[float]] = defaultdict(list)
+    per_tool: dict[str, Counter[str]] = defaultdict(Counter)
     skipped = 0
     runs: list[list[Event]] = []
     for path in trace_files:
@@ -87,38 +67,37 @@ def collect(trace_files: Iterable[Path], *, days: int | None = None, today: date
             continue
         if since and start.date() < since:
             continue
-        day = per_day[start.date().isoformat()]
-        day.runs += 1
+        key = start.date().isoformat()
+        day = per_day[key]
+        day["runs"] += 1
         if end is not None:
-            day.latency_ms.append((end - start).total_seconds() * 1000)
+            latency[key].append((end - start).total_seconds() * 1000)
         for e in events:
             if e.kind is EventKind.MODEL_DECISION and e.decided_by == "model":
-                day.decisions += 1
-                if e.status == "tool_calls":
-                    day.tool_decisions += 1
-                else:
-                    day.direct += 1
+                day["decisions"] += 1
+                day["tool_calls" if e.status == "tool_calls" else "direct_answers"] += 1
             elif e.kind is EventKind.RUN_FINISHED and e.status == "abstained":
-                day.abstained += 1
+                day["abstained"] += 1
             elif e.kind is EventKind.CALL_PROPOSED and e.decided_by == "model" and e.tool:
-                per_tool[e.tool].proposed += 1
+                per_tool[e.tool]["proposed"] += 1
             elif e.kind in _COUNTED and e.tool:
                 tool_field, day_field = _COUNTED[e.kind]
-                setattr(per_tool[e.tool], tool_field, getattr(per_tool[e.tool], tool_field) + 1)
+                per_tool[e.tool][tool_field] += 1
                 if day_field:
-                    setattr(day, day_field, getattr(day, day_field) + 1)
+                    day[day_field] += 1
     days_out = []
     for key in sorted(per_day):
-        d = per_day[key]
+        d, ms = per_day[key], latency[key]
         days_out.append({
-            "day": key, "runs": d.runs, "decisions": d.decisions, "tool_calls": d.tool_decisions,
-            "direct_answers": d.direct,
-            "tool_call_rate": round(d.tool_decisions / d.decisions, 4) if d.decisions else None,
-            "refusals": d.refusals, "held_for_approval": d.held, "approved": d.approved, "errors": d.errors,
-            "abstained": d.abstained,
-            "latency_ms_p50": round(statistics.median(d.latency_ms), 1) if d.latency_ms else None,
-            "latency_ms_max": round(max(d.latency_ms), 1) if d.latency_ms else None})
-    return {"days": days_out, "tools": {name: vars(t) for name, t in sorted(per_tool.items())},
+            "day": key, "runs": d["runs"], "decisions": d["decisions"], "tool_calls": d["tool_calls"],
+            "direct_answers": d["direct_answers"],
+            "tool_call_rate": round(d["tool_calls"] / d["decisions"], 4) if d["decisions"] else None,
+            "refusals": d["refusals"], "held_for_approval": d["held_for_approval"], "approved": d["approved"],
+            "errors": d["errors"], "abstained": d["abstained"],
+            "latency_ms_p50": round(statistics.median(ms), 1) if ms else None,
+            "latency_ms_max": round(max(ms), 1) if ms else None})
+    tools = {name: {k: counts[k] for k in _TOOL_COUNTS} for name, counts in sorted(per_tool.items())}
+    return {"days": days_out, "tools": tools,
             "falling_tool_call_rate": falling_rate(days_out), "unreadable_traces": skipped,
             "explanation": FALLING_RATE_EXPLANATION}
 

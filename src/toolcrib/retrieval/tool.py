@@ -32,7 +32,7 @@ def _vector_search(
     Returns passages to cite as [citation].
 
     Args:
-        query: what to look for, in the user's words; include exact part numbers, order ids or clause numbers.
+        query: what to look for, in the user's words; include identifiers and clause numbers exactly as written.
         top_k: how many passages to return (at least the workspace's retrieval.top_k).
     """
     retriever = ctx.resources.get(RETRIEVER_RESOURCE)

@@ -105,7 +105,7 @@ def check_select(
     folded_views = {fold_name(k, quoted=True, dialect=dialect): v for k, v in (views or {}).items()}
     qualifiers = frozenset(fold_name(s, quoted=True, dialect=dialect)
                            for s in (schemas if schemas is not None else _default_schemas(dialect)))
-    tables = _base_tables(tree, allowed, folded_views, qualifiers, dialect, seen=())
+    tables = _base_tables(tree, _Readable(allowed, folded_views, qualifiers, dialect), seen=())
     return CheckedQuery(tables=frozenset(tables), placeholders=_count_placeholders(tree),
                         claimed=claimed_labels(tree, dialect))
 
@@ -212,14 +212,20 @@ def _table_refs(tree: exp.Expression) -> list[tuple[exp.Expression, exp.Expressi
     return refs
 
 
-def _base_tables(
-    tree: exp.Expression,
-    allowed: frozenset[str],
-    views: Mapping[str, str],
-    qualifiers: frozenset[str],
-    dialect: str,
-    seen: tuple[str, ...],
-) -> set[str]:
+@dataclass(frozen=True)
+class _Readable:
+    """What a query may read: the allowed tables and views (folded), the views' definitions, the
+    qualifiers that mean the default schema, and the dialect that reads them."""
+
+    allowed: frozenset[str]
+    views: Mapping[str, str]
+    qualifiers: frozenset[str]
+    dialect: str
+
+
+def _base_tables(tree: exp.Expression, readable: _Readable, seen: tuple[str, ...]) -> set[str]:
+    """The stored tables ``tree`` reads, those under its views too; a table it may not read is refused."""
+    dialect = readable.dialect
     tables: set[str] = set()
     for this, db_node, catalog_node, node in _table_refs(tree):
         if not isinstance(this, exp.Identifier):
@@ -230,38 +236,31 @@ def _base_tables(
         name = _ident(this, dialect)
         db = _ident(db_node, dialect)
         catalog = _ident(catalog_node, dialect)
-        if catalog or (db and db not in qualifiers):
+        if catalog or (db and db not in readable.qualifiers):
             shown = ".".join(p for p in (catalog, db, this.name) if p)
             raise NotPermitted(f"table {shown} is not available")
         if not db and name in _visible_ctes(node, dialect):
             continue
-        if name not in allowed:
+        if name not in readable.allowed:
             raise NotPermitted(f"table {this.name} is not available")
         tables.add(name)
-        if name in views:
-            tables |= _view_tables(name, allowed, views, qualifiers, dialect, seen)
+        if name in readable.views:
+            tables |= _view_tables(name, readable, seen)
     return tables
 
 
-def _view_tables(
-    name: str,
-    allowed: frozenset[str],
-    views: Mapping[str, str],
-    qualifiers: frozenset[str],
-    dialect: str,
-    seen: tuple[str, ...],
-) -> set[str]:
+def _view_tables(name: str, readable: _Readable, seen: tuple[str, ...]) -> set[str]:
     """The base tables under a view, checked against the same allowlist; fails closed."""
     if name in seen or len(seen) >= _MAX_VIEW_DEPTH:
         raise NotPermitted(f"table {name} is not available")
     try:
-        parsed = sqlglot.parse_one(views[name], read=dialect)
+        parsed = sqlglot.parse_one(readable.views[name], read=readable.dialect)
     except (SqlglotError, RecursionError, ValueError):
         raise NotPermitted(f"table {name} is not available") from None
     body = parsed.expression if isinstance(parsed, exp.Create) else parsed
     if not isinstance(body, exp.Expression):
         raise NotPermitted(f"table {name} is not available")
-    return _base_tables(body, allowed, views, qualifiers, dialect, (*seen, name))
+    return _base_tables(body, readable, (*seen, name))
 
 
 def _count_placeholders(tree: exp.Expression) -> int:

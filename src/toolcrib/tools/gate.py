@@ -4,13 +4,10 @@ effect policy -> bounded execution -> normalized result. The model proposes; the
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import time
-import types
-from collections.abc import Coroutine, Generator, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from toolcrib.errors import (
     ApprovalRequired,
@@ -22,7 +19,6 @@ from toolcrib.errors import (
     ToolTimeout,
     UngroundedArgument,
     UnknownTool,
-    UntrustedSource,
 )
 from toolcrib.models.base import ToolCall
 from toolcrib.policy.audit import AuditStore, redact_arguments, redact_changes
@@ -32,34 +28,13 @@ from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed
 from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding, Source
+from toolcrib.tools.invoke import invoke
+from toolcrib.tools.provenance import argument_sources, check_egress, unrequested
 from toolcrib.tools.registry import Offer, Registry
 from toolcrib.tools.result import CallOutcome, Status, encoded_ok_payload, error_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.trace.events import DecidedBy, EventKind
 from toolcrib.trace.tracer import Tracer
-
-# A request that hands its instructions to content: a verb of doing, then what is to be done
-# ("follow the instructions", "do all the tasks on my TODO list", "complete the steps in the checklist").
-_DELEGATES = re.compile(r"\b(follow|do|complete|carry out|perform|work through)\b[^.?!]{0,40}?"
-                        r"\b(instructions?|tasks|to-?do|steps|checklist)\b", re.I)
-
-# What an identifier looks like in a request: an e-mail address, or a token holding a digit
-_IDENTIFIER = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z0-9](?:[\w/.-]*[A-Za-z0-9])?")
-
-
-def _shape(token: str) -> str:
-    """``T-4410`` -> ``A-9999``: runs of capitals and of small letters, each digit, the rest as written."""
-    return re.sub(r"[A-Z]+", "A", re.sub(r"[a-z]+", "a", re.sub(r"\d", "9", token)))
-
-
-def _other_like(value: Any, request: str) -> list[str]:
-    """The identifiers of ``request`` shaped like ``value`` (one holding a digit or an ``@``) but not it."""
-    if not isinstance(value, str) or not any(c.isdigit() or c == "@" for c in value) or " " in value:
-        return []
-    shape = _shape(value)
-    return list(dict.fromkeys(t for t in _IDENTIFIER.findall(request)
-                              if t != value and any(c.isdigit() or c == "@" for c in t) and _shape(t) == shape))
-
 
 # Enum members the READ path asks for on every call, looked up once: on Python 3.11 reading a member off
 # its class goes through ``EnumType.__getattr__``'s slot (~0.1 us each)
@@ -104,6 +79,8 @@ class _Result(NamedTuple):
 
 @dataclass
 class GateSettings:
+    """How the gate runs calls and what it lets through (a workspace's ``[gate]`` settings)."""
+
     max_result_chars: int = 4000
     read_retries: int = 2
     retry_backoff_s: float = 0.05
@@ -208,7 +185,7 @@ class Gate:
             tool, values = self.admit(call, cctx)
             if tool.effect is _READ:
                 if tool.egress:
-                    self._check_egress(tool, values, cctx)
+                    check_egress(tool, values, cctx.grounding, self.settings.egress_allowlist)
                 outcome = await self._run_read(call, tool, values, cctx, start)
             else:
                 outcome = await self._run_effect(call, tool, values, cctx, proposal_id, start)
@@ -242,79 +219,15 @@ class Gate:
 
     def review(self, tool: Tool, values: Mapping[str, Any], cctx: CallContext) -> Review:
         """Where each argument of a WRITE/ACTUATE call was found, and what its approver must be warned
-        about: values found only in content others wrote (or, from content the user pointed at, standing
-        where the request gave its own), a tool the request did not ask for that such content speaks of,
-        and every scanner flag of the run. A sensitive argument with no
-        trusted source (``untrusted_sensitive``) or an unrequested write (``unrequested_writes``) may
-        be refused here instead, before any person is asked."""
-        provenance: dict[str, list[str]] = {}
-        warnings: list[str] = []
-        for name, value in values.items():
-            if value in (None, "", [], {}):
-                continue
-            sources = cctx.grounding.sources_of(value)
-            provenance[name] = [s.label for s in sources]
-            shown = json.dumps(value, ensure_ascii=False)[:80]
-            if name in tool.sensitive and not any(s.vouched for s in sources):
-                where = ", ".join(provenance[name]) or "nowhere in the conversation: the model wrote it"
-                problem = (f"{tool.name}: {name} {shown} must come from the user or a trusted source; it was found "
-                           f"only in {where}")
-                if self.settings.untrusted_sensitive == "refuse":
-                    raise UntrustedSource(problem + "; ask the user to confirm the value in their own words")
-                warnings.append(problem)
-            elif sources and not any(s.vouched for s in sources):
-                warnings.append(f"{name} {shown} appears only in content others wrote: {', '.join(provenance[name])}")
-            elif sources and not any(s.trusted for s in sources) and (given := _other_like(value, cctx.question)):
-                # content the user pointed at vouches for its values, but not for one that stands where
-                # the request gave its own ("close ticket T-4410": a T-4388 from a comment is not it)
-                warnings.append(f"{name} {shown} comes from content others wrote ({', '.join(provenance[name])}), "
-                                f"not from the request, which gives {', '.join(given)}")
-        mode = self.settings.unrequested_writes
-        # declared intent words are every way a request asks for the tool: any write they miss, once the
-        # run has read content others wrote, is warned. A name's verb alone misses synonyms ("pay" for
-        # send_money), so without them it takes content others wrote that speaks of the tool, which is
-        # where an injected write comes from
-        unasked = mode != "off" and cctx.grounding.read_untrusted and not self._requested(tool, cctx)
-        asking = self._asked_by_content(tool, cctx) if unasked else []
-        if unasked and (asking or tool.intent):
-            problem = f"{tool.name} was not asked for in the request" + (
-                f"; content others wrote speaks of it: {', '.join(asking)}" if asking else
-                ", and the run had read content others wrote before proposing it")
-            if mode == "refuse":
-                raise UntrustedSource(problem, code="not_requested")
-            warnings.append(problem)
+        about (``provenance.argument_sources``, ``provenance.unrequested``), with every scanner flag of the
+        run. A sensitive argument with no trusted source (``untrusted_sensitive``) or an unrequested write
+        (``unrequested_writes``) may be refused here instead, before any person is asked."""
+        found, warnings = argument_sources(tool, values, cctx.grounding, cctx.question,
+                                           refuse=self.settings.untrusted_sensitive == "refuse")
+        problem = unrequested(tool, cctx.grounding, cctx.question, self.settings.unrequested_writes)
+        warnings += [problem] if problem else []
         warnings += [f"flagged in this run's tool results: {flag}" for flag in cctx.flags]
-        return Review(cctx.question, provenance, warnings)
-
-    @staticmethod
-    def _requested(tool: Tool, cctx: CallContext) -> bool:
-        """Whether the request asks for ``tool``: in its own words, or, when it hands its instructions to
-        content it points at ("follow the instructions in notes.txt", "do the tasks on my TODO list"), in
-        the words of that content (pointed to by the user and not flagged by the scanner)."""
-        if tool.requested_by(cctx.question):
-            return True
-        return bool(_DELEGATES.search(cctx.question)) and any(
-            tool.requested_by(text) for text in cctx.grounding.endorsed_texts())
-
-    @staticmethod
-    def _asked_by_content(tool: Tool, cctx: CallContext) -> list[str]:
-        """The sources of content others wrote, read in this run, that speak of doing what ``tool`` does:
-        where a write the request did not ask for may have come from."""
-        found = [source.label for source, text in cctx.grounding.untrusted_texts() if tool.mentioned_in(text)]
-        return list(dict.fromkeys(found))
-
-    def _check_egress(self, tool: Tool, values: Mapping[str, Any], cctx: CallContext) -> None:
-        """A READ that contacts an address goes only where the user, a trusted source or the allowlist says."""
-        for name in tool.egress:
-            value = values.get(name)
-            if value in (None, ""):
-                continue
-            if any(str(value).startswith(allowed) for allowed in self.settings.egress_allowlist):
-                continue
-            if not any(s.trusted for s in cctx.grounding.sources_of(value)):
-                raise UntrustedSource(f"{tool.name}: {name} {json.dumps(value)[:120]} was not given by the user or a "
-                                      "trusted source, and is not on the egress allowlist",
-                                      code="untrusted_destination")
+        return Review(cctx.question, found, warnings)
 
     # -- execution --------------------------------------------------------------------------------
 
@@ -467,30 +380,10 @@ class Gate:
         return ApprovalRefused("rejected", f"the proposal was rejected by {by}{words}",
                                decision={"by": proposal.decided_by, "reason": proposal.reason})
 
-    async def _invoke(self, tool: Tool, values: dict[str, Any], cctx: CallContext) -> Any:
-        kwargs = values if tool.context_param is None else tool.bind(values, cctx.tool_context())
-        try:
-            if tool.is_async:
-                # ``await`` bounded by timeout_s, without arming a timer for a coroutine that returns before
-                # it first suspends (an in-memory lookup): see ``_rest_within``. Its first step, here
-                coro = tool.fn(**kwargs)
-                begun = time.perf_counter()
-                try:
-                    yielded = coro.send(None)
-                except StopIteration as done:
-                    return done.value
-                return await _rest_within(coro, yielded, tool.timeout_s - (time.perf_counter() - begun))
-            if tool.inline:  # declared short and non-blocking: no thread hop, and nothing to interrupt
-                return tool.fn(**kwargs)
-            async with asyncio.timeout(tool.timeout_s):
-                return await asyncio.to_thread(tool.fn, **kwargs)
-        except TimeoutError:
-            raise ToolTimeout(f"{tool.name} did not answer within {tool.timeout_s:g}s") from None
-        except ModelFacingError:
-            raise
-        except Exception as exc:  # a crashed tool is a controlled result; details go to the trace only
-            raise ToolFailed(f"{tool.name} failed while running; try again later or use another tool",
-                             internal=f"{type(exc).__name__}: {exc}") from None
+    @staticmethod
+    def _invoke(tool: Tool, values: dict[str, Any], cctx: CallContext) -> Coroutine[Any, Any, Any]:
+        """``invoke``'s run of ``tool`` with ``values`` (and the run's context, where it takes one), to await."""
+        return invoke(tool, values if tool.context_param is None else tool.bind(values, cctx.tool_context()))
 
     # -- recording --------------------------------------------------------------------------------
 
@@ -584,39 +477,3 @@ class Gate:
         if self.audit is not None:
             self.audit.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
                               trace_id=cctx.tracer.trace_id, detail=detail)
-
-
-_T = TypeVar("_T")
-
-
-async def _rest_within(coro: Coroutine[Any, Any, _T], yielded: Any, remaining_s: float) -> _T:
-    """The rest of ``coro``, after a first step that yielded ``yielded``, bounded by what is left of its
-    timeout: ``await coro`` exactly as under ``asyncio.timeout``, with no timer armed for a coroutine
-    that returned before it first suspended (``Gate._invoke`` ran that step): a timeout can only
-    interrupt a coroutine where it suspends, so such a call could never have been interrupted. The
-    time the first step took counts, so a first step that overran the timeout is cancelled at its
-    first suspension, as ``asyncio.timeout`` would."""
-    async with asyncio.timeout_at(asyncio.get_running_loop().time() + remaining_s):
-        return await _resume(coro, yielded)
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, _T], yielded: Any) -> Generator[Any, Any, _T]:
-    """The rest of ``coro``, after a first step that yielded ``yielded``: what ``await`` does (PEP 380),
-    picked up where ``Gate._invoke`` left it, in the same task."""
-    while True:
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # a cancellation, thrown in by the task: the coroutine handles it
-            try:
-                yielded = coro.throw(exc)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-        else:
-            try:
-                yielded = coro.send(sent)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]

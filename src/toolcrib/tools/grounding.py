@@ -7,7 +7,7 @@ one of them, as a whole value (``34`` is not in ``1,340.00``); a WRITE's argumen
 sources they were found in, so the approver sees which came only from content others wrote.
 
 The same sources decide which tools are worth offering: a tool whose required identifier cannot
-appear in them (no order id in "how do refunds work?") could only be called with an invented one,
+appear in them (no identifier in "how do refunds work?") could only be called with an invented one,
 which the gate would refuse, so the runner does not offer it and the model is not tempted.
 """
 

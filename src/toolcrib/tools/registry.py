@@ -42,6 +42,14 @@ class Registry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def identifier_names(self) -> list[str]:
+        """What the workspace's tools name things by, as words ("ticket number", "account id"): each lookup's
+        key (``Tool.lookup_key``), then the other identifier parameters (``Tool.identifiers``), in
+        registration order, each once. What a user may be asked to give."""
+        keys = [k[0] for t in self._tools.values() if (k := t.lookup_key()) is not None]
+        others = [name for t in self._tools.values() for name in t.identifiers]
+        return list(dict.fromkeys(name.replace("_", " ").strip() for name in [*keys, *others]))
+
     def offer(self, principal: Principal, policy: Policy, grounding: Grounding | None = None) -> Offer:
         """What ``principal`` may be offered: the tools ``policy`` offers them, less (given the run's
         ``grounding``) those whose required identifier the run has not seen, which could only be

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import math
 import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +17,10 @@ from pydantic_core import SchemaValidator
 from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.policy.principal import Principal
 from toolcrib.text import stems
+from toolcrib.tools.arguments import described, dumped, pure_schema, scalar_key, validates_as_python
 from toolcrib.tools.grounding import Grounding, Source
+from toolcrib.tools.prose import TEXT, holds_prose, split_fields, split_prose
+from toolcrib.tools.signature import parse_docstring, strict_schema
 
 
 class Effect(str, Enum):
@@ -31,7 +33,7 @@ class Effect(str, Enum):
 
 @dataclass(frozen=True)
 class Identifier:
-    """``Annotated`` marker: this argument names a real thing (order id, part number, channel).
+    """``Annotated`` marker: this argument names a real thing (a record's id, a code, a channel).
 
     The gate only accepts it when the value appears in the user's messages or an earlier tool
     result, which catches the "confident call, wrong argument" failure. ``shape`` (a regular
@@ -86,89 +88,11 @@ _VAGUE = frozenset({"look", "find", "search", "return", "get", "give", "show", "
                     "about", "into", "each", "every", "exact", "number", "given", "known", "record", "one", "only",
                     "many", "much", "unit"})
 
-# Encoders built once: json.dumps with options builds a new encoder on every call.
-_TEXT = json.JSONEncoder(ensure_ascii=False, default=str)
+# Built once: json.dumps with options builds a new encoder on every call.
 _ARGUMENTS = json.JSONEncoder(allow_nan=False)
 
 # The MCP tool-name rule (OpenAI's function names are stricter: 1-64 of A-Za-z0-9_-).
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
-
-
-def _is_prose(text: str) -> bool:
-    """Whether ``text`` reads as prose: four words or more. Ids, names, amounts, dates and short labels
-    are a system's record; a message body, a review, a file's text or a web page is written by someone.
-    (A split that stops at the fourth word: it runs on every READ result of an undeclared tool.)"""
-    return len(text.split(None, 3)) > 3
-
-
-def _holds_prose(value: Any) -> bool:
-    """Whether a string in ``value`` reads as prose (``_is_prose``, inlined in the loop). The exact
-    types a JSON result is made of are told apart first: an ``isinstance`` against ``Mapping`` goes
-    through the ABC machinery, which cost more than the rest of the test on a small result."""
-    kind = type(value)
-    if kind is str:
-        return _is_prose(value)
-    if kind is dict:
-        items: Any = value.values()
-    elif kind is list or kind is tuple or isinstance(value, (list, tuple)):
-        items = value
-    elif isinstance(value, Mapping):
-        items = value.values()
-    else:
-        return False
-    for item in items:
-        kind = type(item)
-        if kind is str:
-            if len(item.split(None, 3)) > 3:
-                return True
-        elif kind in _SCALAR_KINDS:
-            continue
-        elif isinstance(item, (Mapping, list, tuple)) and _holds_prose(item):
-            return True
-    return False
-
-
-_SCALAR_KINDS = frozenset({int, float, bool, type(None)})
-
-
-def _split_prose(data: Any) -> tuple[list[str], list[str]]:
-    """The scalar values of a result: (the record, the strings that read as prose)."""
-    record: list[str] = []
-    prose: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, Mapping):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                walk(item)
-        elif isinstance(value, str):
-            (prose if _is_prose(value) else record).append(value)
-        elif value is not None:
-            record.append(_TEXT.encode(value))
-
-    walk(data)
-    return record, prose
-
-
-def _split_fields(data: Any, fields: frozenset[str]) -> tuple[list[str], list[str]]:
-    """The scalar values of a structured result: (those outside ``fields``, those inside them)."""
-    record: list[str] = []
-    others: list[str] = []
-
-    def walk(value: Any, theirs: bool) -> None:
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                walk(item, theirs or key in fields)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                walk(item, theirs)
-        elif value is not None:
-            (others if theirs else record).append(value if isinstance(value, str) else _TEXT.encode(value))
-
-    walk(data, False)
-    return record, others
 
 
 class ToolOptions(TypedDict, total=False):
@@ -248,10 +172,10 @@ class Tool:
     inline: bool = False
     artifacts: ResultArtifacts | None = None  # the files a result produced (see ResultArtifacts)
     # derived (not constructor arguments): whether the arguments may be validated as Python objects
-    # with the same results as validating their JSON text (see ``_validates_as_python``)
+    # with the same results as validating their JSON text (see ``validates_as_python``)
     _python_args: bool = field(default=False, init=False, repr=False, compare=False)
-    # the values plain-scalar arguments validated to, by ``_scalar_key``, where validation is a pure
-    # function of them (no validator functions or default factories in the schema: ``_pure``)
+    # the values plain-scalar arguments validated to, by ``scalar_key``, where validation is a pure
+    # function of them (no validator functions or default factories in the schema: ``pure_schema``)
     _validated: dict[tuple[Any, ...], dict[str, Any]] | None = field(default=None, init=False, repr=False,
                                                                       compare=False)
     _source: Source = field(default=Source("tool"), init=False, repr=False, compare=False)  # of a whole result
@@ -305,16 +229,16 @@ class Tool:
         if self.result_sources is not None:
             return self.result_sources(data)
         if self.untrusted_fields and isinstance(data, (dict, list)):
-            record, others = _split_fields(data, frozenset(self.untrusted_fields))
+            record, others = split_fields(data, frozenset(self.untrusted_fields))
             return [(Source("tool", self.name, trusted), "\n".join(texts))
                     for trusted, texts in ((True, record), (False, others)) if texts]
-        if self.trusted and not self.trust_declared and _holds_prose(data):
+        if self.trusted and not self.trust_declared and holds_prose(data):
             if isinstance(data, str):
                 return [(Source("tool", self.name, trusted=False), data)]
-            record, prose = _split_prose(data)
+            record, prose = split_prose(data)
             return [(Source("tool", self.name, trusted), "\n".join(texts))
                     for trusted, texts in ((True, record), (False, prose)) if texts]
-        text = data if isinstance(data, str) else encoded if encoded is not None else _TEXT.encode(data)
+        text = data if isinstance(data, str) else encoded if encoded is not None else TEXT.encode(data)
         return [(self._source, text)]
 
     def __post_init__(self) -> None:
@@ -340,9 +264,9 @@ class Tool:
         required, shapes = set(self.parameters.get("required", ())), dict(self.identifier_shapes)
         object.__setattr__(self, "_required_shapes",
                            tuple(shapes.get(name) for name in self.identifiers if name in required))
-        python_args = not isinstance(self.args_model, SchemaValidator) and _validates_as_python(self.parameters)
+        python_args = not isinstance(self.args_model, SchemaValidator) and validates_as_python(self.parameters)
         object.__setattr__(self, "_python_args", python_args)
-        if python_args and _pure(getattr(self.args_model, "__pydantic_core_schema__", None)):
+        if python_args and pure_schema(getattr(self.args_model, "__pydantic_core_schema__", None)):
             object.__setattr__(self, "_validated", {})
 
     def validate(self, arguments: Mapping[str, Any], ctx: ToolContext | None = None) -> dict[str, Any]:
@@ -350,7 +274,7 @@ class Tool:
         tool's domain check. Raises InvalidArguments."""
         model = self.args_model
         try:
-            key = _scalar_key(arguments) if self._python_args else None
+            key = scalar_key(arguments) if self._python_args else None
             if key is not None:
                 # the JSON text would parse back to these very values, and every parameter is a plain
                 # scalar, which validates alike from Python and from JSON: skip the round trip
@@ -359,7 +283,7 @@ class Tool:
                     values: dict[str, Any] = dict(hit)  # the same arguments validate to the same values
                 else:
                     assert not isinstance(model, SchemaValidator)
-                    values = _dump(model, model.__pydantic_validator__.validate_python(arguments))
+                    values = dumped(model, model.__pydantic_validator__.validate_python(arguments))
                     if memo is not None:
                         if len(memo) >= 256:
                             memo.clear()
@@ -371,9 +295,9 @@ class Tool:
                     raise InvalidArguments(
                         f"{self.name}: the arguments must be JSON values with finite numbers") from None
                 values = (model.validate_json(text) if isinstance(model, SchemaValidator)
-                          else _dump(model, model.__pydantic_validator__.validate_json(text)))
+                          else dumped(model, model.__pydantic_validator__.validate_json(text)))
         except ValidationError as exc:
-            raise InvalidArguments(f"{self.name}: {_describe(exc)}") from None
+            raise InvalidArguments(f"{self.name}: {described(exc)}") from None
         if self.check is not None and ctx is not None:
             self.check(values, ctx)
         return values
@@ -399,123 +323,6 @@ class Tool:
         return {**values, self.context_param: ctx}
 
 
-# Parameter schemas whose values validate alike as Python objects and as JSON text: a plain scalar
-# (optionally nullable), a string enum (Literal), with only these keywords. Anything else (an Enum
-# class, a date, bytes, a tuple, a nested model) parses differently from JSON and keeps the round trip.
-_SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
-_SCALAR_KEYWORDS = frozenset({"type", "title", "description", "default", "minLength", "maxLength", "pattern",
-                              "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum"})
-
-
-def _scalar_schema(schema: Any) -> bool:
-    if not isinstance(schema, dict) or schema.get("type") not in _SCALAR_TYPES or not schema.keys() <= _SCALAR_KEYWORDS:
-        return False
-    return all(isinstance(v, str) for v in schema.get("enum", ()))
-
-
-def _validates_as_python(parameters: Mapping[str, Any]) -> bool:
-    """Whether every parameter is a plain scalar: ``_scalar_schema``, or that or null (``str | None``)."""
-    for schema in parameters.get("properties", {}).values():
-        if not isinstance(schema, dict):
-            return False
-        if "anyOf" in schema:
-            options = schema["anyOf"]
-            if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options
-                    and all(_scalar_schema(o) for o in options)
-                    and schema.keys() <= {"anyOf", "title", "description", "default"}):
-                return False
-        elif not _scalar_schema(schema):
-            return False
-    return True
-
-
-def _scalar_key(arguments: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """The arguments as a key, when every key is a ``str`` and every value an exact ``str``, ``int``,
-    ``bool``, ``None`` or finite ``float`` (values a JSON encode and parse would give back unchanged);
-    else None. Where a value is a number, the key holds the values' types too, which keep ``1``,
-    ``1.0`` and ``True`` apart (they compare equal); strings and None need none."""
-    if type(arguments) is not dict:
-        return None
-    items = tuple(arguments.items())
-    numbers = False
-    for name, value in items:
-        kind = type(value)
-        if type(name) is not str:
-            return None
-        if kind is str or value is None:
-            continue
-        if kind is int or kind is bool or (kind is float and math.isfinite(value)):
-            numbers = True
-        else:
-            return None
-    return (items, tuple(type(v) for _, v in items)) if numbers else items
-
-
-def _pure(schema: Any) -> bool:
-    """Whether a pydantic-core schema validates without running code of the tool's author: no
-    validator function (``AfterValidator``, ``field_validator``, ...), default factory or custom init."""
-    if isinstance(schema, dict):
-        if str(schema.get("type", "")).startswith("function-") or "default_factory" in schema \
-                or schema.get("custom_init"):
-            return False
-        return all(_pure(v) for k, v in schema.items() if k not in ("metadata", "cls", "config"))
-    if isinstance(schema, (list, tuple)):
-        return all(_pure(v) for v in schema)
-    return True
-
-
-def _dump(model: type[BaseModel], validated: Any) -> dict[str, Any]:
-    """``model.model_validate(...).model_dump()``, calling pydantic-core directly with the same
-    (default) options: the model methods' keyword handling costs more than the validation."""
-    values: dict[str, Any] = model.__pydantic_serializer__.to_python(validated)
-    return values
-
-
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
-        if err["type"] == "extra_forbidden":
-            parts.append(f"unexpected argument '{loc}'")
-        elif err["type"] == "missing":
-            parts.append(f"missing required argument '{loc}'")
-        else:
-            parts.append(f"'{loc}' {err['msg'][:1].lower()}{err['msg'][1:]}")  # the rest may quote a pattern
-    return "; ".join(parts)
-
-
-_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Description (text before any section) and Google-style ``Args:`` descriptions."""
-    doc = inspect.cleandoc(doc or "")
-    head, _, rest = doc.partition("\nArgs:")
-    args: dict[str, str] = {}
-    current = None
-    for line in ("  " + rest.lstrip("\n")).splitlines() if rest else []:
-        if line.strip() and not line.startswith(" "):
-            break  # next section
-        m = _ARG_LINE.match(line)
-        if m:
-            current = m.group(1)
-            args[current] = m.group(2).strip()
-        elif current and line.strip():
-            args[current] += " " + line.strip()
-    description = " ".join(head.split())
-    return description, args
-
-
-def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-    schema["additionalProperties"] = False
-    schema.setdefault("required", [])
-    return schema
-
-
 def _is_context(annotation: Any) -> bool:
     return annotation is ToolContext
 
@@ -529,7 +336,7 @@ def make_tool(
 ) -> Tool:
     """Build a ``Tool`` from a plain (sync or async) function's signature, hints and docstring."""
     hints = get_type_hints(fn, include_extras=True)
-    doc_description, arg_docs = _parse_docstring(fn.__doc__ or "")
+    doc_description, arg_docs = parse_docstring(fn.__doc__ or "")
     fields: dict[str, Any] = {}
     found_identifiers = list(options.get("identifiers", ()))
     shapes: list[tuple[str, str]] = []
@@ -554,7 +361,7 @@ def make_tool(
         f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields
     )
     options["identifiers"] = found_identifiers
-    return assemble_tool(tool_name, description or doc_description or tool_name, fn, _strict_schema(args_model),
+    return assemble_tool(tool_name, description or doc_description or tool_name, fn, strict_schema(args_model),
                          args_model, context_param=context_param, identifier_shapes=tuple(shapes), **options)
 
 

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from toolcrib import Effect, Identifier, ToolContext, tool
 from toolcrib.errors import InvalidArguments, NotPermitted
-from toolcrib.tools.database import connect
+from toolcrib.tools.database import connect, fetch_one
 
 Result = dict[str, Any]
 
@@ -63,11 +63,11 @@ def lookup_appointment(appointment_id: Annotated[str, APPOINTMENT], ctx: ToolCon
         appointment_id: the appointment id, for example "APT-0000".
     """
     aid = _norm(appointment_id)
-    with connect(ctx) as conn:
-        row = conn.execute(
-            "SELECT a.appointment_id, a.pet_id, p.name AS pet_name, p.owner_account, a.vet, a.starts_at, "
-            "s.name AS service, a.status FROM appointments a JOIN pets p ON p.pet_id = a.pet_id "
-            "JOIN services s ON s.code = a.service_code WHERE a.appointment_id = ?", (aid,)).fetchone()
+    row = fetch_one(
+        ctx,
+        "SELECT a.appointment_id, a.pet_id, p.name AS pet_name, p.owner_account, a.vet, a.starts_at, "
+        "s.name AS service, a.status FROM appointments a JOIN pets p ON p.pet_id = a.pet_id "
+        "JOIN services s ON s.code = a.service_code WHERE a.appointment_id = ?", (aid,))
     if row is None or (not _is_staff(ctx) and row["owner_account"] != ctx.principal.tenant):
         return {"found": False, "appointment_id": aid, "message": f"No appointment {aid} on your account."}
     result = dict(row)
@@ -107,9 +107,8 @@ def lookup_medicine(code: Annotated[str, MEDICINE], ctx: ToolContext) -> Result:
         code: the dispensary code, for example "RX-000".
     """
     code = _norm(code)
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT code, name, pack, price_gbp, prescription_only, controlled, stock_packs, shelf "
-                           "FROM medicines WHERE code = ?", (code,)).fetchone()
+    row = fetch_one(ctx, "SELECT code, name, pack, price_gbp, prescription_only, controlled, stock_packs, shelf "
+                         "FROM medicines WHERE code = ?", (code,))
     if row is None:
         return {"found": False, "code": code, "message": f"No medicine {code} in the dispensary list."}
     med = dict(row)
@@ -141,23 +140,20 @@ def find_free_slots(date: str, ctx: ToolContext, vet: str = "") -> Result:
 
 
 def _slot_version(values: dict[str, Any], ctx: ToolContext) -> str:
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT free FROM slots WHERE vet = ? AND starts_at = ?",
-                           (str(values["vet"]).strip(), _parse_start(str(values["start"])))).fetchone()
+    row = fetch_one(ctx, "SELECT free FROM slots WHERE vet = ? AND starts_at = ?",
+                         (str(values["vet"]).strip(), _parse_start(str(values["start"]))))
     return "missing" if row is None else str(row["free"])
 
 
 def _appointment_version(values: dict[str, Any], ctx: ToolContext) -> str:
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT status, version FROM appointments WHERE appointment_id = ?",
-                           (_norm(str(values["appointment_id"])),)).fetchone()
+    row = fetch_one(ctx, "SELECT status, version FROM appointments WHERE appointment_id = ?",
+                         (_norm(str(values["appointment_id"])),))
     return "missing" if row is None else f"{row['status']}|{row['version']}"
 
 
 def _medicine_version(values: dict[str, Any], ctx: ToolContext) -> str:
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT stock_packs FROM medicines WHERE code = ?",
-                           (_norm(str(values["code"])),)).fetchone()
+    row = fetch_one(ctx, "SELECT stock_packs FROM medicines WHERE code = ?",
+                         (_norm(str(values["code"])),))
     return "missing" if row is None else str(row["stock_packs"])
 
 

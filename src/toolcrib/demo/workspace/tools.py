@@ -15,7 +15,7 @@ from pydantic import Field
 
 from toolcrib import Effect, Identifier, ToolContext, tool
 from toolcrib.errors import InvalidArguments, NotPermitted
-from toolcrib.tools.database import connect
+from toolcrib.tools.database import connect, fetch_one
 
 Result = dict[str, Any]
 
@@ -56,9 +56,8 @@ def lookup_part(part_number: Annotated[str, PART], ctx: ToolContext) -> Result:
         part_number: the exact part number from the parts list, for example "XYZ-1234".
     """
     pn = _norm(part_number)
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT part_number, name, price_usd, supplier FROM parts WHERE part_number = ?",
-                           (pn,)).fetchone()
+    row = fetch_one(ctx, "SELECT part_number, name, price_usd, supplier FROM parts WHERE part_number = ?",
+                         (pn,))
     if row is None:
         return {"found": False, "part_number": pn, "message": f"No part numbered {pn} in the parts catalogue."}
     return {"found": True, "part_number": row["part_number"], "name": row["name"],
@@ -75,9 +74,8 @@ def lookup_stock(part_number: Annotated[str, PART], ctx: ToolContext) -> Result:
         part_number: the exact part number, for example "XYZ-1234".
     """
     pn = _norm(part_number)
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT part_number, name, location, available FROM stock WHERE part_number = ?",
-                           (pn,)).fetchone()
+    row = fetch_one(ctx, "SELECT part_number, name, location, available FROM stock WHERE part_number = ?",
+                         (pn,))
     if row is None:
         return {"found": False, "part_number": pn, "message": f"No stock record for part {pn}."}
     return {"found": True, **dict(row)}
@@ -85,8 +83,7 @@ def lookup_stock(part_number: Annotated[str, PART], ctx: ToolContext) -> Result:
 
 def _row_version(ctx: ToolContext, sql: str, key: str) -> str:
     """The current state of the row a write would change, for binding approvals to it."""
-    with connect(ctx) as conn:
-        row = conn.execute(sql, (_norm(key),)).fetchone()
+    row = fetch_one(ctx, sql, (_norm(key),))
     return "missing" if row is None else "|".join(str(v) for v in tuple(row))
 
 
@@ -148,10 +145,9 @@ def get_order_status(order_id: Annotated[str, ORDER], ctx: ToolContext) -> Resul
     oid = _norm(order_id)
     if oid.isdigit():  # "order 1001", as users write it (the ORDER shape takes it)
         oid = f"ORD-{oid}"
-    with connect(ctx) as conn:
-        # the tenant comes from the authenticated principal, never from the model's arguments
-        row = conn.execute("SELECT order_id, customer, created, status, carrier, tracking, eta, items "
-                           "FROM orders WHERE order_id = ? AND tenant = ?", (oid, ctx.principal.tenant)).fetchone()
+    # the tenant comes from the authenticated principal, never from the model's arguments
+    row = fetch_one(ctx, "SELECT order_id, customer, created, status, carrier, tracking, eta, items "
+                         "FROM orders WHERE order_id = ? AND tenant = ?", (oid, ctx.principal.tenant))
     if row is None:
         return {"found": False, "order_id": oid, "message": f"No order {oid} on your account."}
     return {"found": True, **dict(row)}
@@ -233,9 +229,8 @@ def query_archived_reading(channel: Annotated[str, CHANNEL], ctx: ToolContext) -
         channel: the temperature channel letter, one of A, B, C, D.
     """
     ch = _norm(channel)
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT channel, reading_c, recorded_at FROM instrument_readings WHERE channel = ? "
-                           "ORDER BY recorded_at DESC LIMIT 1", (ch,)).fetchone()
+    row = fetch_one(ctx, "SELECT channel, reading_c, recorded_at FROM instrument_readings WHERE channel = ? "
+                         "ORDER BY recorded_at DESC LIMIT 1", (ch,))
     if row is None:
         return {"found": False, "channel": ch, "message": f"No archived readings for channel {ch}.",
                 "channels": list(TEMPERATURE_CHANNELS)}
@@ -257,9 +252,8 @@ def live_read_temperature(channel: Annotated[str, CHANNEL], ctx: ToolContext) ->
     if ch not in TEMPERATURE_CHANNELS:
         return {"found": False, "channel": ch, "message": f"The bench has no temperature channel {ch}.",
                 "channels": list(TEMPERATURE_CHANNELS)}
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT reading_c FROM instrument_readings WHERE channel = ? "
-                           "ORDER BY recorded_at DESC LIMIT 1", (ch,)).fetchone()
+    row = fetch_one(ctx, "SELECT reading_c FROM instrument_readings WHERE channel = ? "
+                         "ORDER BY recorded_at DESC LIMIT 1", (ch,))
     value = round((row["reading_c"] if row else 21.0) + LIVE_DRIFT_C, 1)
     return {"found": True, "channel": ch, "value": value, "unit": "°C", "recorded_at": _now(),
             "live": True, "source": "instrument (simulated)"}
@@ -334,9 +328,8 @@ def draft_calendar_change(event_id: Annotated[str, EVENT], new_start: str, new_e
     """
     _check_times({"new_start": new_start, "new_end": new_end}, ctx)
     eid = _norm(event_id)
-    with connect(ctx) as conn:
-        row = conn.execute("SELECT event_id, title, starts_at, ends_at, owner, version FROM calendar_events "
-                           "WHERE event_id = ?", (eid,)).fetchone()
+    row = fetch_one(ctx, "SELECT event_id, title, starts_at, ends_at, owner, version FROM calendar_events "
+                         "WHERE event_id = ?", (eid,))
     if row is None:
         return {"found": False, "event_id": eid, "message": f"No calendar event {eid}."}
     proposed = {"starts_at": _fmt(new_start), "ends_at": _fmt(new_end)}
