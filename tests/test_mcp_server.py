@@ -25,7 +25,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from toolcrib.mcp.server import UNGROUNDED, annotations_for, input_schema_for
+from toolcrib.mcp_server import UNGROUNDED, annotations_for, input_schema_for
 from toolcrib.workspace import DEMO_SOURCE, Workspace
 
 CLI = "from toolcrib.cli import main; main()"

@@ -32,12 +32,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from toolcrib.agent.answer import Answer
 from toolcrib.agent.runner import Runner
 from toolcrib.agent.runs import RunRecord
+from toolcrib.auth.credentials import Authenticator, JWTVerifier, Unauthenticated, service_store
 from toolcrib.desk import ApprovalDesk
 from toolcrib.errors import ModelFacingError, NotPermitted, OperatorError, StoreUnavailable, ToolcribError
 from toolcrib.models.base import Loadable, Model, Prefillable
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import ApprovalRefused
-from toolcrib.service.auth import Authenticator, JWTVerifier, Unauthenticated, service_store
 from toolcrib.service.links import add_links
 from toolcrib.service.metrics import Metrics
 from toolcrib.service.rates import RateWindows
