@@ -63,7 +63,7 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
 
     app.add_middleware(Measured, metrics=svc.metrics)
 
-    install_handlers(app, svc)
+    install_handlers(app, svc.metrics)
     for router in (health.router, runs.router, approvals.router, observe.router, page.router):
         app.include_router(router)
     page.mount(app)

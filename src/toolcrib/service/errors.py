@@ -19,7 +19,7 @@ from toolcrib.policy.proposals import ApprovalRefused
 from toolcrib.service.slots import Busy
 
 if TYPE_CHECKING:
-    from toolcrib.service.process import Service
+    from toolcrib.service.metrics import Metrics
 
 log = logging.getLogger("toolcrib.service")
 _REFUSAL_STATUS = {"not_found": 404, "not_an_approver": 403, "self_approval": 403}
@@ -79,12 +79,12 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
 
 
 
-def install_handlers(app: FastAPI, svc: Service) -> None:
+def install_handlers(app: FastAPI, metrics: Metrics) -> None:
     """Every error a route raises answered in the one shape, with its family's status code."""
     def _unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
         # what the driver said (an address, a path) goes to the log only
         log.warning("%s %s answered 503: %s (%r)", request.method, request.url.path, exc, exc.__cause__)
-        svc.metrics.inc("toolcrib_store_unavailable_total", "Requests answered 503 because a store was down.")
+        metrics.inc("toolcrib_store_unavailable_total", "Requests answered 503 because a store was down.")
         return error_response(503, exc.code, str(exc), {"Retry-After": str(exc.retry_after)})
 
     @app.exception_handler(ToolcribError)
