@@ -24,7 +24,8 @@ from fastapi.testclient import TestClient
 from toolcrib.auth.credentials import service_store
 from toolcrib.cli import main
 from toolcrib.service.app import create_app
-from toolcrib.workspace import DEMO_SOURCE, Workspace
+from toolcrib.workspace import Workspace
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 DESK = f"function:{Path(__file__).parent / 'fakes' / 'desk_model.py'}:desk"
 PRICE = "What does part HLV-2205 cost?"
