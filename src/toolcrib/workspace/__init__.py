@@ -26,6 +26,7 @@ from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import Gate, GateSettings
 from toolcrib.tools.registry import Registry
 from toolcrib.tools.tool import Tool
+from toolcrib.trace.journal import Retention
 from toolcrib.trace.tracer import JsonlExporter, Tracer
 from toolcrib.workspace.data import Lazy, build_database, building
 from toolcrib.workspace.locate import CONFIG_NAME, resolve_workspace
@@ -367,7 +368,16 @@ class Workspace:
             from toolcrib.agent.runs import PostgresRunStore
 
             return PostgresRunStore(self.policy_dsn)
-        return FileRunStore(self.state_dir / "runs")
+        return FileRunStore(self.state_dir / "runs", self.journal_retention)
+
+    @property
+    def journal_retention(self) -> Retention:
+        """When a run or trace journal is full and how much of them a folder keeps (``[service] journal_*``)."""
+        cfg = self.config.service
+        days = cfg.journal_keep_days
+        return Retention(file_bytes=int(cfg.journal_file_mb * (1 << 20)),
+                         keep_bytes=int(cfg.journal_keep_mb * (1 << 20)) if cfg.journal_keep_mb is not None else None,
+                         keep_s=days * 86_400 if days is not None else None)
 
     def model(self, spec: str | None = None) -> Model:
         cfg = self.config.model
@@ -381,7 +391,7 @@ class Workspace:
         if self.journal_traces:
             from toolcrib.trace.journal import JournalExporter
 
-            return JournalExporter(self.traces_dir)
+            return JournalExporter(self.traces_dir, self.journal_retention)
         return JsonlExporter(self.traces_dir)
 
     def tracer_factory(self) -> Callable[[], Tracer]:

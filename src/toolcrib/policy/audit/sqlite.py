@@ -5,7 +5,7 @@ fsync'd): every proposal, decision, approval, execution of a WRITE/ACTUATE call 
 disk before the caller goes on. ``append_deferred`` is for the one record written on every READ call
 (the gate's ``executed`` record of a READ): it queues the record and returns at once (no seq yet).
 ``flush()`` (the Runner's, at a run's end) or the background writer (after 50 ms) appends what is
-queued to this process's read journal in one ``os.write`` (``policy/audit_journal.py``): a SQLite
+queued to this process's read journal in one ``os.write`` (``policy/audit/journal.py``): a SQLite
 commit there cost the run's next call more than the commit itself. Journaled records are chained
 into the table in one transaction, many runs at a time: before the next synchronous ``append`` (in
 its transaction, before its record, in the order queued), before ``records()``/``head()``/``verify()``,
@@ -32,12 +32,13 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from toolcrib.policy import audit_journal
 from toolcrib.policy._connections import SQLiteConnection
+from toolcrib.policy.audit import journal as audit_journal
 from toolcrib.policy.audit.base import AuditRecord, Wanted
+from toolcrib.policy.audit.journal import JournalEntry
 from toolcrib.policy.audit.sql import PROPOSAL_INDEX, Entry, SQLAuditStore, encoded
-from toolcrib.policy.audit_journal import JournalEntry, ReadJournal
 from toolcrib.trace.batching import Batching
+from toolcrib.trace.journal import Journal
 
 _SQLITE_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS toolcrib_audit (
@@ -70,7 +71,7 @@ class SQLiteAuditStore(SQLAuditStore):
         self.group_reads = group_reads
         self.sync_reads = sync_reads
         self.chain_after = chain_after
-        self._journal = ReadJournal(audit_journal.journal_folder(self.path))
+        self._journal = Journal(audit_journal.journal_folder(self.path), audit_journal.SUFFIX, adopt=False)
         self._journaled: list[JournalEntry] = []  # acknowledged, not chained yet (``_commit`` held)
         self._journaled_at = 0.0  # when the last were journaled (monotonic)
         self._recover()
