@@ -9,7 +9,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from toolcrib.policy._connections import PostgresConnection, SQLiteConnection
 from toolcrib.policy.approvals.base import OUTCOMES, ApprovalStore
@@ -21,6 +21,7 @@ from toolcrib.policy.proposals import Approval, ApprovalRefused, Proposal, Refus
 _DECISION_EVENTS = {"rejected": "rejected", "superseded": "edited",
                     **dict.fromkeys(("approved", "executing", *OUTCOMES), "approved")}
 _FINISHED = OUTCOMES | {"executing"}
+_D = TypeVar("_D")  # what a decision returns
 
 
 class Cursor(Protocol):
@@ -274,25 +275,34 @@ class SQLApprovalStore(ApprovalStore):
             return ApprovalRefused("used")
         return ApprovalRefused("not_approved")
 
-    def approve(
-        self, proposal_id: str, approver: Principal, *, ttl_s: float = 900, allow_self: bool = False
-    ) -> Approval:
+    def _decide(self, proposal_id: str, approver: Principal, ttl_s: float, allow_self: bool,
+                act: Callable[[Cursor, _ProposalRow, float], _D]) -> _D:
+        """``act`` (cursor, locked row, now) once ``approver`` may decide the proposal now; otherwise the
+        refusal, raised after the commit, so an expiry is recorded."""
         if not ttl_s > 0:
             raise ValueError("ttl_s must be positive")
         now = self._clock()
-        decision: Approval | ApprovalRefused
+        decision: _D | ApprovalRefused
         with self._tx() as cur:
             row = self._row(cur, proposal_id, lock=True)
             refusal = self._check_decidable(row, approver, now, allow_self)
             if refusal is not None or row is None:
                 decision = refusal or ApprovalRefused("not_found")
             else:
-                self._set(cur, proposal_id, status="approved", decided_by=approver.user_id,
-                          decided_at=now, expires_at=now + ttl_s)
-                decision = Approval(proposal_id, row.hash, approver.user_id, now, now + ttl_s)
-        if isinstance(decision, ApprovalRefused):  # raised after the commit, so an expiry is recorded
+                decision = act(cur, row, now)
+        if isinstance(decision, ApprovalRefused):
             raise decision
         return decision
+
+    def approve(
+        self, proposal_id: str, approver: Principal, *, ttl_s: float = 900, allow_self: bool = False
+    ) -> Approval:
+        def approved(cur: Cursor, row: _ProposalRow, now: float) -> Approval:
+            self._set(cur, proposal_id, status="approved", decided_by=approver.user_id,
+                      decided_at=now, expires_at=now + ttl_s)
+            return Approval(proposal_id, row.hash, approver.user_id, now, now + ttl_s)
+
+        return self._decide(proposal_id, approver, ttl_s, allow_self, approved)
 
     def edit(
         self,
@@ -306,30 +316,20 @@ class SQLApprovalStore(ApprovalStore):
         ttl_s: float = 900,
         allow_self: bool = False,
     ) -> tuple[Proposal, Approval]:
-        if not ttl_s > 0:
-            raise ValueError("ttl_s must be positive")
-        now = self._clock()
-        decision: tuple[Proposal, Approval] | ApprovalRefused
-        with self._tx() as cur:
-            row = self._row(cur, proposal_id, lock=True)
-            refusal = self._check_decidable(row, approver, now, allow_self)
-            if refusal is not None or row is None:
-                decision = refusal or ApprovalRefused("not_found")
-            else:
-                old = row.proposal()
-                digest = proposal_hash(old.tool, arguments, old.requester, old.tenant, old.policy_version,
-                                       resource_version, review)
-                edited = replace(old, id="prop_" + secrets.token_hex(8), arguments=json.loads(
-                    canonical_json(dict(arguments))), resource_version=resource_version, hash=digest,
-                    created_at=now, status="approved", decided_by=approver.user_id, reason=reason, review=review,
-                    expires_at=now + ttl_s, supersedes=old.id, superseded_by="", pending_until=None)
-                self._insert(cur, edited)
-                self._set(cur, proposal_id, status="superseded", decided_by=approver.user_id, decided_at=now,
-                          reason=reason, superseded_by=edited.id)
-                decision = (edited, Approval(edited.id, digest, approver.user_id, now, now + ttl_s))
-        if isinstance(decision, ApprovalRefused):  # raised after the commit, so an expiry is recorded
-            raise decision
-        return decision
+        def edited(cur: Cursor, row: _ProposalRow, now: float) -> tuple[Proposal, Approval]:
+            old = row.proposal()
+            digest = proposal_hash(old.tool, arguments, old.requester, old.tenant, old.policy_version,
+                                   resource_version, review)
+            new = replace(old, id="prop_" + secrets.token_hex(8), arguments=json.loads(
+                canonical_json(dict(arguments))), resource_version=resource_version, hash=digest,
+                created_at=now, status="approved", decided_by=approver.user_id, reason=reason, review=review,
+                expires_at=now + ttl_s, supersedes=old.id, superseded_by="", pending_until=None)
+            self._insert(cur, new)
+            self._set(cur, proposal_id, status="superseded", decided_by=approver.user_id, decided_at=now,
+                      reason=reason, superseded_by=new.id)
+            return new, Approval(new.id, digest, approver.user_id, now, now + ttl_s)
+
+        return self._decide(proposal_id, approver, ttl_s, allow_self, edited)
 
     def reject(self, proposal_id: str, approver: Principal, reason: str = "") -> None:
         now = self._clock()
