@@ -72,7 +72,7 @@ def toolcrib_serve(ws: Path, model: str) -> list[str]:
 
 def make_keys(ws: Path, users: Sequence[str], label: str = "benchmark") -> dict[str, str]:
     """A new API key for each of ``users`` in the workspace's key store."""
-    from toolcrib.service.auth import service_store
+    from toolcrib.auth.credentials import service_store
     from toolcrib.workspace import Workspace
 
     store = service_store(Workspace.open(ws))

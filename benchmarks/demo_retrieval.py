@@ -33,7 +33,8 @@ import numpy as np
 
 from toolcrib.evals.questions import load_questions
 from toolcrib.retrieval.documents import readable_by
-from toolcrib.workspace import DEMO_SOURCE, Workspace
+from toolcrib.workspace import Workspace
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from toolcrib.policy import audit_journal
 from toolcrib.policy.audit import SQLiteAuditStore
+from toolcrib.policy.audit import journal as audit_journal
 from toolcrib.policy.canonical import canonical_json, sha256_hex
 
 # Appends deferred READ records and, every few, a synchronous one; prints what is acknowledged:

@@ -17,7 +17,7 @@ import yaml
 from click.testing import CliRunner
 
 from toolcrib.cli import main
-from toolcrib.workspace import DEMO_SOURCE
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 
 @pytest.fixture()

@@ -14,7 +14,8 @@ from toolcrib.cli import main
 from toolcrib.errors import ConfigError, InvalidArguments, NotPermitted
 from toolcrib.evals.questions import load_questions
 from toolcrib.tools.tool import Effect, Tool, ToolContext
-from toolcrib.workspace import TEMPLATES, Workspace
+from toolcrib.workspace import Workspace
+from toolcrib.workspace.locate import TEMPLATES
 
 CLINIC = TEMPLATES["clinic"]
 

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from toolcrib.cli import main
 from toolcrib.errors import ToolFailed
 from toolcrib.sandbox import Sandbox, SandboxLimits, make_code_interpreter_tool
-from toolcrib.workspace import DEMO_SOURCE
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 LIMITS = SandboxLimits(cpu_s=2, wall_s=4.0, memory_mb=768, processes=16, output_bytes=8192, scratch_mb=8, max_files=5)
 _PROBE = Sandbox(LIMITS)

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolcrib.cli import main
-from toolcrib.workspace import DEMO_SOURCE
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 QUESTION = "What does part HLV-2205 cost?"
 

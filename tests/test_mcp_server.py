@@ -25,8 +25,9 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from toolcrib.mcp.server import UNGROUNDED, annotations_for, input_schema_for
-from toolcrib.workspace import DEMO_SOURCE, Workspace
+from toolcrib.mcp_server import UNGROUNDED, annotations_for, input_schema_for
+from toolcrib.workspace import Workspace
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 CLI = "from toolcrib.cli import main; main()"
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from toolcrib.desk import ApprovalDesk
 from toolcrib.policy.proposals import Proposal
-from toolcrib.workspace import DEMO_SOURCE, Workspace
+from toolcrib.workspace import Workspace
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 
 def _desk(tmp_path: Path) -> ApprovalDesk:

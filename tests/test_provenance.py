@@ -362,7 +362,7 @@ def test_a_call_a_model_makes_in_the_final_ask_anyway_is_never_run() -> None:
 def test_the_supplier_faqs_injected_reservation_reaches_the_approver_with_its_source(tmp_path: Path) -> None:
     import shutil
 
-    from toolcrib.workspace import DEMO_SOURCE
+    from toolcrib.workspace.locate import DEMO_SOURCE
 
     ws = tmp_path / "demo"
     shutil.copytree(DEMO_SOURCE, ws, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
@@ -533,7 +533,8 @@ def test_a_workspace_declares_which_tools_free_text_is_its_own(tmp_path: Path) -
     import pytest
 
     from toolcrib.errors import ConfigError
-    from toolcrib.workspace import DEMO_SOURCE, Workspace
+    from toolcrib.workspace import Workspace
+    from toolcrib.workspace.locate import DEMO_SOURCE
 
     ws = tmp_path / "demo"
     shutil.copytree(DEMO_SOURCE, ws, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))

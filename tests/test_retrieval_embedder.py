@@ -18,7 +18,8 @@ from toolcrib.errors import ConfigError
 from toolcrib.retrieval import OnnxMiniLMEmbedder, ingest
 from toolcrib.retrieval.embedders import normalise
 from toolcrib.retrieval.minilm import drop_nan_guards, runtime_model
-from toolcrib.workspace import DEMO_SOURCE, Workspace
+from toolcrib.workspace import Workspace
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 TEXTS = [
     "Calibration certificates are included with every multimeter.",

@@ -39,7 +39,7 @@ def pgserver_runs(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 def keys(workspace: str, *users: str) -> dict[str, dict[str, str]]:
     """Bearer headers for ``users``, from the key store every process shares (PostgreSQL)."""
-    from toolcrib.service.auth import service_store
+    from toolcrib.auth.credentials import service_store
     from toolcrib.workspace import Workspace
 
     store = service_store(Workspace.open(workspace))

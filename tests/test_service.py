@@ -21,10 +21,11 @@ from click.testing import CliRunner
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
+from toolcrib.auth.credentials import service_store
 from toolcrib.cli import main
 from toolcrib.service.app import create_app
-from toolcrib.service.auth import service_store
-from toolcrib.workspace import DEMO_SOURCE, Workspace
+from toolcrib.workspace import Workspace
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 DESK = f"function:{Path(__file__).parent / 'fakes' / 'desk_model.py'}:desk"
 PRICE = "What does part HLV-2205 cost?"
@@ -426,7 +427,7 @@ def test_every_refusal_is_in_the_error_shape_and_declared_in_the_openapi_documen
 
 
 def test_processes_on_one_sqlite_file_share_the_rate_count_once_flushed(tmp_path: Path) -> None:
-    from toolcrib.service.keys import ServiceStore
+    from toolcrib.auth.keys import ServiceStore
     from toolcrib.service.rates import RateWindows
 
     path = tmp_path / "service.sqlite"

@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from fakes.serving import create_keys, serving, toolcrib_command
-from toolcrib.workspace import DEMO_SOURCE
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

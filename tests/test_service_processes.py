@@ -22,7 +22,8 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 
 from fakes.serving import create_keys, serving  # noqa: E402
-from toolcrib.workspace import DEMO_SOURCE, Workspace  # noqa: E402
+from toolcrib.workspace import Workspace  # noqa: E402
+from toolcrib.workspace.locate import DEMO_SOURCE  # noqa: E402
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 

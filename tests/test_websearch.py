@@ -24,7 +24,7 @@ from toolcrib.tools.gate import Gate
 from toolcrib.websearch import BraveSearch, SearXNG, TavilySearch, WebResults, make_web_search_tool
 from toolcrib.websearch.providers import HTTPSearchProvider
 from toolcrib.websearch.results import needs_current_data
-from toolcrib.workspace import DEMO_SOURCE
+from toolcrib.workspace.locate import DEMO_SOURCE
 
 ALICE = Principal("alice", groups=frozenset({"support"}))
 

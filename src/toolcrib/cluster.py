@@ -190,7 +190,8 @@ class Cluster:
 
     def _shared_workspace(self, dsn: str, model_url: str | None) -> Path:
         """A copy of the workspace whose configuration shares PostgreSQL and the model server."""
-        from toolcrib.workspace import CONFIG_NAME, Workspace
+        from toolcrib.workspace import Workspace
+        from toolcrib.workspace.locate import CONFIG_NAME
 
         target = self.run_dir / "workspace"
         source = Workspace.open(self.source)

@@ -220,6 +220,9 @@ class ServiceSection(_Section):
     max_question_chars: int = Field(4000, gt=0)
     index_on_start: bool = True  # build a missing document index before /readyz says ready
     warm_on_start: bool = True  # after ready, every user's usual offers into the embedded model's prompt cache
+    journal_file_mb: float = Field(64.0, gt=0)  # a run or trace journal past this is closed; a new one is started
+    journal_keep_mb: float | None = Field(1024.0, gt=0)  # closed journals removed, oldest first, past this per folder
+    journal_keep_days: float | None = Field(None, gt=0)  # closed journals older than this removed (None: kept by size)
     jwt: JWTSection | None = None
 
 

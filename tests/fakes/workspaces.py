@@ -11,7 +11,8 @@ def demo_workspace(root: Path, dsn: str | None, service: dict[str, int], stock: 
     """A copy of the demo workspace: optional ``[policy] dsn``, these ``[service]`` settings, no document
     search when no tool found anything (so a question without a tool call touches no index), its
     database built and, with ``stock``, every part's stock set to it."""
-    from toolcrib.workspace import DEMO_SOURCE, Workspace
+    from toolcrib.workspace import Workspace
+    from toolcrib.workspace.locate import DEMO_SOURCE
 
     shutil.copytree(DEMO_SOURCE, root, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
     config = root / "toolcrib.toml"

@@ -3,11 +3,13 @@
 Each line is one segment of a run (one ask or resume, or a whole record that replaces the ones before
 it), as ``[run_id, user, tenant, at, whole]`` TAB ``record JSON`` (JSON escapes a tab inside a string,
 so the first tab ends the header). A reader indexes every journal's headers as the journals grow and
-reads a run's records by their offsets.
+reads a run's records by their offsets. Journals rotate (``Retention``): a journal removed by it takes its
+runs' lines with it, and the index forgets them at the next ``refresh``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from toolcrib.trace.journal import Journal
+from toolcrib.trace.journal import Journal, Retention
 
 SUFFIX = ".runs"
 
@@ -40,9 +42,9 @@ def encode(run_id: str, user_id: str, tenant: str, at: float, whole: bool, body:
 class RunJournal:
     """The journals of one folder: this process's own (appended to), everyone's (indexed as they grow)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, retention: Retention | None = None) -> None:
         self.folder = folder
-        self.own = Journal(folder, SUFFIX)
+        self.own = Journal(folder, SUFFIX, retention=retention)
         self._lock = threading.Lock()
         self._readers: dict[str, int] = {}  # journal -> an open descriptor to read it
         self._scanned: dict[str, int] = {}  # journal -> bytes indexed
@@ -51,11 +53,11 @@ class RunJournal:
     def append(self, run_id: str, user_id: str, tenant: str, at: float, whole: bool, body: bytes) -> None:
         """One line for this run, written in one call; raises OSError (nothing of it left) if it cannot."""
         data = encode(run_id, user_id, tenant, at, whole, body)
-        name, before = self.own.opened()
-        with self._lock:
+        with self._lock:  # the journal opened and the one appended to are the same (a full one is closed after)
+            name, before = self.own.opened()
             if self._scanned.get(name, 0) < before:  # what it held before this process took it over
                 self._scan(name, self._scanned.get(name, 0))
-            start = self.own.append(data)
+            name, start = self.own.append(data)
             self._scanned[name] = start + len(data)
             self.index.setdefault(run_id, []).append(
                 Segment(name, start + len(data) - len(body) - 1, len(body), user_id, tenant, at, whole))
@@ -66,13 +68,14 @@ class RunJournal:
             return {run_id: max(s.at for s in segments) for run_id, segments in self.index.items()
                     if any(s.user_id == user_id for s in segments)}
 
-    def read(self, segment: Segment) -> bytes:
+    def read(self, segment: Segment) -> bytes | None:
+        """The record of one segment; None once its journal was removed (rotation)."""
         fd = self._readers.get(segment.journal)
         if fd is None:
             with self._lock:
                 fd = self._reader(segment.journal)
         if fd is None:
-            raise FileNotFoundError(self.folder / (segment.journal + SUFFIX))
+            return None
         return os.pread(fd, segment.length, segment.offset)
 
     def _reader(self, name: str) -> int | None:
@@ -91,15 +94,35 @@ class RunJournal:
             return
         with self._lock:
             own = self.own.name
+            present: set[str] = set()
             for entry in os.scandir(self.folder):
                 if not entry.name.endswith(SUFFIX):
                     continue
                 name = entry.name[:-len(SUFFIX)]
+                present.add(name)
                 if name == own:
                     continue
                 done = self._scanned.get(name, 0)
-                if entry.stat().st_size > done:
-                    self._scan(name, done)
+                with contextlib.suppress(FileNotFoundError):  # removed meanwhile
+                    if entry.stat().st_size > done:
+                        self._scan(name, done)
+            gone = self._scanned.keys() - present
+            if gone:
+                self._forget(gone)
+
+    def _forget(self, gone: set[str]) -> None:
+        """Drop what the index holds of journals rotation removed (under the lock)."""
+        for name in gone:
+            self._scanned.pop(name, None)
+            fd = self._readers.pop(name, None)
+            if fd is not None:
+                os.close(fd)
+        for run_id in [r for r, segments in self.index.items() if any(s.journal in gone for s in segments)]:
+            kept = [s for s in self.index[run_id] if s.journal not in gone]
+            if kept:
+                self.index[run_id] = kept
+            else:
+                del self.index[run_id]
 
     def _scan(self, name: str, start: int) -> None:
         fd = self._reader(name)

@@ -24,6 +24,7 @@ from toolcrib.agent.run_journal import RunJournal
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import Message, ToolCall
 from toolcrib.tools.grounding import Source
+from toolcrib.trace.journal import Retention
 from toolcrib.trace.tracer import json_bytes
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -146,9 +147,9 @@ class FileRunStore(RunStore):
     (``RunJournal``, under ``journals/``), read back by merging a run's lines in the order they were
     written; ``<run_id>.json`` files of earlier versions are read as a run's first segment."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, retention: Retention | None = None) -> None:
         self.directory = directory
-        self.journal = RunJournal(directory / "journals")
+        self.journal = RunJournal(directory / "journals", retention)
 
     def _path(self, run_id: str) -> Path | None:
         return self.directory / f"{run_id}.json" if _RUN_ID.match(run_id) else None
@@ -169,7 +170,10 @@ class FileRunStore(RunStore):
     def _merged(self, run_id: str, record: RunRecord | None) -> RunRecord | None:
         """``record`` (an earlier version's file) with the run's journal lines applied, oldest first."""
         for segment in sorted(self.journal.index.get(run_id, ()), key=lambda s: s.at):
-            line = RunRecord.from_dict(orjson.loads(self.journal.read(segment)))
+            data = self.journal.read(segment)
+            if data is None:  # its journal was removed (rotation) since the index was read
+                continue
+            line = RunRecord.from_dict(orjson.loads(data))
             record = line if record is None or segment.whole else _merge(record, line, segment.at)
         return record
 

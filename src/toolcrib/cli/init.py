@@ -93,7 +93,7 @@ def copy_template(name: str, path: Path) -> None:
     """Copy a shipped workspace (``demo``, ``clinic``) into ``path``; refuse to overwrite a workspace."""
     import shutil
 
-    from toolcrib.workspace import template_source
+    from toolcrib.workspace.locate import template_source
 
     source = template_source(name)
     if (path / "toolcrib.toml").exists():

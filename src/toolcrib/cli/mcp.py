@@ -40,7 +40,7 @@ def serve_cmd(user: str | None, port: int | None, host: str, workspace: Path | N
     _need_sdk()
     import anyio
 
-    from toolcrib.mcp.server import ToolcribMCP, http_app, serve_stdio
+    from toolcrib.mcp_server import ToolcribMCP, http_app, serve_stdio
 
     ws = open_workspace(workspace)
     if port is None:
@@ -52,7 +52,7 @@ def serve_cmd(user: str | None, port: int | None, host: str, workspace: Path | N
         raise click.UsageError("--user is for stdio; over HTTP the bearer credential names the user")
     import uvicorn
 
-    from toolcrib.service.auth import Authenticator, JWTVerifier, service_store
+    from toolcrib.auth.credentials import Authenticator, JWTVerifier, service_store
 
     jwt = ws.config.service.jwt
     auth = Authenticator(ws, service_store(ws), JWTVerifier(jwt, ws.root) if jwt else None)

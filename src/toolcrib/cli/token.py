@@ -27,7 +27,7 @@ def _when(ts: float | None) -> str:
 @controlled
 def create_cmd(user: str, label: str, workspace: Path | None) -> None:
     """Create a key for USER and print it once (only its hash is kept)."""
-    from toolcrib.service.auth import service_store
+    from toolcrib.auth.credentials import service_store
 
     ws = open_workspace(workspace)
     ws.principal(user)  # an unknown user is a ConfigError naming the configured ones
@@ -48,7 +48,7 @@ def create_cmd(user: str, label: str, workspace: Path | None) -> None:
 @controlled
 def list_cmd(user: str | None, as_json: bool, workspace: Path | None) -> None:
     """List keys (ids, users, labels, dates; never the keys)."""
-    from toolcrib.service.auth import service_store
+    from toolcrib.auth.credentials import service_store
 
     store = service_store(open_workspace(workspace))
     try:
@@ -71,8 +71,8 @@ def list_cmd(user: str | None, as_json: bool, workspace: Path | None) -> None:
 @controlled
 def revoke_cmd(key_id: str, workspace: Path | None) -> None:
     """Revoke the key with id KEY_ID (from `token list`); it stops working at once."""
+    from toolcrib.auth.credentials import service_store
     from toolcrib.errors import ConfigError
-    from toolcrib.service.auth import service_store
 
     store = service_store(open_workspace(workspace))
     try:

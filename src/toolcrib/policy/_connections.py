@@ -1,5 +1,5 @@
-"""The database connections the approval and audit stores share: one per store and process,
-re-opened after a fork, guarded by a lock, handing out one transaction at a time.
+"""The database connections the approval, audit and key stores share (and ``Store``, their lifecycle):
+one per store and process, re-opened after a fork, guarded by a lock, handing out one transaction at a time.
 
 A database that cannot be reached or written now (PostgreSQL down or restarting, a full disk) raises
 ``StoreUnavailable`` from any transaction: nothing of it was committed, and the next transaction tries
@@ -15,7 +15,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from types import TracebackType
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from toolcrib.errors import MissingDependency, StoreUnavailable
 
@@ -26,6 +27,21 @@ def _sqlite_connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     return conn
+
+
+class Store:
+    """A store's lifecycle: ``close`` releases its connections (a do-nothing default), and a store is its
+    own context manager."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
 class _Closable(Protocol):
@@ -116,6 +132,11 @@ class SQLiteConnection(_PerProcess[sqlite3.Connection]):
                 if not synced:
                     conn.execute("PRAGMA synchronous=FULL")
 
+    @staticmethod
+    def sql(text: str) -> str:
+        """``text`` with this driver's placeholders (sqlite3 takes ``?`` as written)."""
+        return text
+
     def migrate(self, statements: Sequence[str]) -> None:
         """Run the schema statements in one write transaction."""
         with self.tx() as cur:
@@ -188,6 +209,11 @@ class PostgresConnection(_PerProcess[Any]):
                     yield cur
             except self._psycopg.OperationalError as exc:
                 raise self._unavailable(exc) from exc
+
+    @staticmethod
+    def sql(text: str) -> str:
+        """``text`` with psycopg's ``%s`` placeholders for the ``?`` the stores write."""
+        return text.replace("?", "%s")
 
     def migrate(self, statements: Sequence[str]) -> None:
         """Create the schema and tables once, serialised across processes."""

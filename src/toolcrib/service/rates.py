@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from toolcrib.service.keys import ServiceStore
+    from toolcrib.auth.keys import ServiceStore
 
 log = logging.getLogger("toolcrib.service")
 

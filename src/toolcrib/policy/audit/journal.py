@@ -1,4 +1,6 @@
-"""``ReadJournal``: where a process's acknowledged READ audit records wait to be chained.
+"""Where a process's acknowledged READ audit records wait to be chained: a ``Journal`` of the process
+(``toolcrib.trace.journal``, never taken over: a dead process's is chained instead), its lines, and the
+journals of dead processes (``orphans``).
 
 Committing a run's READ records to SQLite at the end of every run cost the run's next call more than
 the commit itself (its locks and its memory footprint: +13-18 us on the next call, where a plain
@@ -19,9 +21,7 @@ was never acknowledged, and it is dropped (as is a line a disk fault spoiled).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +29,14 @@ from typing import Any
 
 import orjson
 
+from toolcrib.trace.journal import unheld
+
 # timestamp, event, actor, decided_by, tool, proposal_id, trace_id, detail as canonical JSON
 JournalEntry = tuple[float, str, str, str, str, str, str, str]
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS toolcrib_audit_journals (
     name TEXT PRIMARY KEY, chained INTEGER NOT NULL)"""
-_SUFFIX = ".journal"
+SUFFIX = ".journal"
 
 
 def journal_folder(audit_path: str) -> Path:
@@ -43,7 +45,7 @@ def journal_folder(audit_path: str) -> Path:
 
 
 def journal_path(folder: Path, name: str) -> Path:
-    return folder / (name + _SUFFIX)
+    return folder / (name + SUFFIX)
 
 
 def encode(entries: Sequence[JournalEntry]) -> bytes:
@@ -65,51 +67,6 @@ def decode(data: bytes) -> tuple[list[JournalEntry], int]:
         except (orjson.JSONDecodeError, TypeError, ValueError):
             continue  # a line a disk fault spoiled: the store must still open, and chain the others
     return entries, end
-
-
-class ReadJournal:
-    """This process's journal: created (and locked) at its first append, removed once chained at close."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.name = ""
-        self._fd = -1
-        self.size = 0  # bytes appended: what the database records as chained once they are
-
-    def append(self, data: bytes, *, sync: bool = False) -> None:
-        """Write ``data`` in one call (and with ``sync``, fsync it); raises OSError if it cannot."""
-        if self._fd < 0:
-            self._open()
-        view = memoryview(data)
-        while view:  # a regular file takes it in one write; a short one is finished here
-            view = view[os.write(self._fd, view):]
-        if sync:
-            os.fdatasync(self._fd)
-        self.size += len(data)
-
-    def _open(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        name = f"{os.getpid()}-{secrets.token_hex(6)}"
-        # locked before it gets the name others look for, so nobody takes a live journal for a dead one
-        temporary = self.folder / f"{name}.new"
-        fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.rename(temporary, journal_path(self.folder, name))
-        self.name, self._fd, self.size = name, fd, 0
-
-    def remove(self) -> None:
-        """Delete the file (everything in it is chained) and start a new one at the next append."""
-        if self._fd >= 0:
-            with contextlib.suppress(OSError):
-                os.unlink(journal_path(self.folder, self.name))
-            os.close(self._fd)
-        self._fd, self.name, self.size = -1, "", 0
-
-    def forget(self) -> None:
-        """In a forked child: the file is the parent's (closing this copy keeps the parent's lock)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._fd, self.name, self.size = -1, "", 0
 
 
 @dataclass
@@ -138,19 +95,13 @@ def orphans(folder: Path, own: str) -> Iterator[list[Orphan]]:
     caller chains them; each is closed on the way out (the caller removes those it chained)."""
     found: list[Orphan] = []
     try:
-        names = sorted(p.name for p in folder.iterdir() if p.name.endswith(_SUFFIX)) if folder.is_dir() else []
+        names = sorted(p.name for p in folder.iterdir() if p.name.endswith(SUFFIX)) if folder.is_dir() else []
         for file_name in names:
-            name = file_name[:-len(_SUFFIX)]
+            name = file_name[:-len(SUFFIX)]
             if name == own:
                 continue
-            try:
-                fd = os.open(folder / file_name, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:  # chained and removed by another store meanwhile
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:  # its process is alive
-                os.close(fd)
+            fd = unheld(folder / file_name)
+            if fd is None:  # its process is alive, or another store chained and removed it meanwhile
                 continue
             with os.fdopen(os.dup(fd), "rb") as handle:
                 found.append(Orphan(folder / file_name, name, handle.read(), fd))

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolcrib.auth.keys import KEY_PREFIX, ServiceStore
 from toolcrib.errors import ConfigError, NotPermitted
-from toolcrib.service.keys import KEY_PREFIX, ServiceStore
 
 if TYPE_CHECKING:
     from toolcrib.config import JWTSection

@@ -1,28 +1,19 @@
 """A workspace: a folder with ``toolcrib.toml``, its tools, documents, data, users and state.
 
 ``Workspace.open(path)`` reads and checks the config; ``workspace.runner(...)`` assembles the model,
-the Gate (registry, policy, approvals, audit, envelopes, scanner) and the Runner from it.
+the Gate (registry, policy, approvals, audit, envelopes, scanner) and the Runner from it. Where a
+workspace is comes from ``locate``, its tools from ``tools``, its data from ``data``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import fcntl
-import hashlib
-import importlib.util
 import os
-import re
-import shutil
-import sqlite3
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from toolcrib.agent.runner import Limits, Mode, Runner, RunnerSettings
 from toolcrib.agent.runs import FileRunStore, RunStore
@@ -35,7 +26,20 @@ from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import Gate, GateSettings
 from toolcrib.tools.registry import Registry
 from toolcrib.tools.tool import Tool
+from toolcrib.trace.journal import Retention
 from toolcrib.trace.tracer import JsonlExporter, Tracer
+from toolcrib.workspace.data import Lazy, build_database, building
+from toolcrib.workspace.locate import CONFIG_NAME, resolve_workspace
+from toolcrib.workspace.tools import (
+    check_names,
+    load_module,
+    module_tools,
+    read_only_sql,
+    sandbox_for,
+    web_search_tool,
+    web_search_unavailable,
+    with_provenance,
+)
 
 if TYPE_CHECKING:  # imported where used, so opening a workspace loads no retrieval or store backend
     from toolcrib.mcp.client import MCPTools
@@ -43,94 +47,9 @@ if TYPE_CHECKING:  # imported where used, so opening a workspace loads no retrie
     from toolcrib.policy.audit import AuditStore
     from toolcrib.retrieval import Chunker, Embedder, HybridRetriever, Index, IngestReport
     from toolcrib.sandbox import Sandbox
-    from toolcrib.sql.base import ReadOnlySQL
     from toolcrib.webhooks import DeliveryLog
 
-CONFIG_NAME = "toolcrib.toml"
-WORKSPACE_ENV = "TOOLCRIB_WORKSPACE"
-HOME_ENV = "TOOLCRIB_HOME"
 G = TypeVar("G", bound=Gate)
-T = TypeVar("T")
-DEMO_SOURCE = Path(__file__).parent / "demo" / "workspace"
-# The shipped workspaces, by template name: the Kestrel Instruments demo and the veterinary clinic.
-TEMPLATES: dict[str, Path] = {"demo": DEMO_SOURCE, "clinic": Path(__file__).parent / "demo" / "clinic"}
-
-
-def data_home() -> Path:
-    """Where toolcrib keeps writable data: $TOOLCRIB_HOME, else $XDG_DATA_HOME/toolcrib."""
-    explicit = os.environ.get(HOME_ENV)
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "toolcrib"
-
-
-def _tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def template_source(name: str) -> Path:
-    """The folder of a shipped workspace template; a clear error names the ones there are."""
-    try:
-        return TEMPLATES[name]
-    except KeyError:
-        raise ConfigError(f"no workspace template '{name}'; choose one of: {', '.join(TEMPLATES)}",
-                          key="template") from None
-
-
-def shipped_workspace(name: str = "demo") -> Path:
-    """A shipped workspace, copied to a writable place on first use (and again when the package changes it)."""
-    source = template_source(name)
-    target = data_home() / name
-    marker = target / ".toolcrib-demo-version"
-    version = _tree_digest(source)
-    if marker.exists() and marker.read_text().strip() == version:
-        return target
-    staging = target.with_name(f"{name}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging, ignore=shutil.ignore_patterns("__pycache__", ".toolcrib"))
-    old_state = target / ".toolcrib"
-    if old_state.exists():  # keep audit records and approvals across upgrades
-        shutil.move(str(old_state), staging / ".toolcrib")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    marker.write_text(version)
-    return target
-
-
-def resolve_workspace(path: str | Path | None, *, template: str = "") -> Path:
-    """Explicit path, else the shipped ``template`` when one is named, else $TOOLCRIB_WORKSPACE, else the demo."""
-    chosen = path or (None if template else os.environ.get(WORKSPACE_ENV))
-    if chosen:
-        root = Path(chosen).expanduser().resolve()
-        if root.is_file():
-            root = root.parent
-        if not (root / CONFIG_NAME).exists():
-            raise ConfigError(f"no {CONFIG_NAME} in {root}; pass --workspace PATH or set {WORKSPACE_ENV}",
-                              file=str(root / CONFIG_NAME))
-        return root
-    return shipped_workspace(template or "demo")
-
-
-def _load_module(path: Path) -> ModuleType:
-    name = "toolcrib_ws_" + hashlib.sha256(str(path).encode()).hexdigest()[:10] + "_" + path.stem
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError("cannot import this file as a Python module", file=str(path))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        del sys.modules[name]
-        raise ConfigError(f"importing the tools module failed: {type(exc).__name__}: {exc}", file=str(path)) from None
-    return module
 
 
 @dataclass
@@ -174,18 +93,7 @@ class Workspace:
         if not self.config.data.database:
             return None
         db = self.root / self.config.data.database
-        seed = db.with_name("seed.sql")
-        if not db.exists() and seed.exists():
-            tmp = db.with_suffix(".building")
-            tmp.unlink(missing_ok=True)
-            script = seed.read_text(encoding="utf-8")
-            conn = sqlite3.connect(tmp)
-            try:  # one transaction: one fsync instead of one per row
-                has_tx = re.search(r"^\s*BEGIN\b", script, re.I | re.M)
-                conn.executescript(script if has_tx else f"BEGIN;\n{script}\nCOMMIT;")
-            finally:
-                conn.close()
-            tmp.replace(db)
+        build_database(db)
         if not db.exists():
             raise ConfigError(f"database file {db.name} does not exist", file=self.config_file, key="data.database")
         return db
@@ -208,7 +116,7 @@ class Workspace:
         rules: list[Rule] = []
         for ref in self.config.policy.rules:
             file, _, func = ref.partition(":")
-            fn = getattr(_load_module(self.root / file), func, None)
+            fn = getattr(load_module(self.root / file), func, None)
             if not callable(fn):
                 raise ConfigError(f"'{ref}' is not a callable 'FILE:FUNCTION'", file=self.config_file,
                                   key="policy.rules")
@@ -232,48 +140,18 @@ class Workspace:
         for name in self.config.tools.builtin:  # first: small models favour the tools listed first
             if name not in self.unavailable:  # a builtin that cannot work here is not offered (see why)
                 registry.add(self._builtin_tool(name))
-        for module_path in self.config.tools.modules:
-            path = self.root / module_path
-            if not path.exists():
-                raise ConfigError(f"tools module {module_path} does not exist", file=self.config_file,
-                                  key="tools.modules")
-            for value in vars(_load_module(path)).values():
-                if isinstance(value, Tool):
-                    registry.add(value)
+        for t in module_tools(self.root, self.config, self.config_file):
+            registry.add(t)
         mcp = self.mcp_tools
         for t in mcp.tools if mcp is not None else ():
             registry.add(t)
-        # a tool of an MCP server that is down now may be named in the configuration all the same
-        servers = self.config.mcp.servers
-        known = (set(registry.names()) | set(self.unavailable)
-                 | {n for n in self._config_tool_names() if n.split(".")[0] in servers})
-        for group, section in self.config.groups.items():
-            for tool_name in [*section.tools, *section.approve]:
-                if tool_name != "*" and tool_name not in known:
-                    raise ConfigError(f"tool '{tool_name}' is not defined by any tools module or builtin",
-                                      file=self.config_file, key=f"groups.{group}")
-        cfg = self.config.tools
-        both = sorted(set(cfg.untrusted) & set(cfg.trusted))
-        if both:
-            raise ConfigError(f"{', '.join(both)} cannot be both trusted and untrusted", file=self.config_file,
-                              key="tools.trusted")
-        for key, names in (("untrusted", cfg.untrusted), ("trusted", cfg.trusted), ("sensitive", cfg.sensitive),
-                           ("egress", cfg.egress),
-                           ("intent", cfg.intent), ("untrusted_fields", cfg.untrusted_fields)):
-            unknown = [n for n in names if n not in known]
-            if unknown:
-                raise ConfigError(f"no tool named {', '.join(unknown)}", file=self.config_file, key=f"tools.{key}")
+        check_names(self.config, [*registry.names(), *self.unavailable], self.config_file)
+        tools = (with_provenance(t, self.config, self.config_file) for t in registry)
         if mcp is None:
-            return Registry(self._with_provenance(t) for t in registry)
+            return Registry(tools)
         from toolcrib.mcp.client import PinnedRegistry
 
-        return PinnedRegistry((self._with_provenance(t) for t in registry), mcp.disabled)
-
-    def _config_tool_names(self) -> set[str]:
-        cfg = self.config
-        return ({n for s in cfg.groups.values() for n in [*s.tools, *s.approve]} | set(cfg.tools.untrusted)
-                | set(cfg.tools.trusted)
-                | set(cfg.tools.sensitive) | set(cfg.tools.egress) | set(cfg.tools.intent))
+        return PinnedRegistry(tools, mcp.disabled)
 
     @cached_property
     def mcp_tools(self) -> MCPTools | None:
@@ -287,25 +165,6 @@ class Workspace:
         warn(tools.warnings)
         return tools
 
-    def _with_provenance(self, tool: Tool) -> Tool:
-        """``tool`` with what ``[tools]`` declares about where its results and arguments come from."""
-        cfg = self.config.tools
-        changes: dict[str, Any] = {}
-        if tool.name in cfg.untrusted:
-            changes["trusted"] = False
-        if tool.name in cfg.trusted:
-            changes.update(trusted=True, trust_declared=True)
-        for key, declared in (("sensitive", cfg.sensitive), ("egress", cfg.egress), ("intent", cfg.intent),
-                              ("untrusted_fields", cfg.untrusted_fields)):
-            if tool.name in declared:
-                changes[key] = tuple(declared[tool.name])
-        if not changes:
-            return tool
-        try:
-            return dataclasses.replace(tool, **changes)  # the Tool checks the arguments named exist
-        except ConfigError as exc:
-            raise ConfigError(exc.message, file=self.config_file, key="tools") from None
-
     @cached_property
     def unavailable(self) -> dict[str, str]:
         """The builtins the configuration asks for that cannot be offered here, each with why (shown by
@@ -313,7 +172,7 @@ class Workspace:
         why: dict[str, str] = {}
         builtin = self.config.tools.builtin
         if "web_search" in builtin:
-            reason = self._web_search_unavailable()
+            reason = web_search_unavailable(self.config.web_search)
             if reason:
                 why["web_search"] = reason
         if "code_interpreter" in builtin:
@@ -322,31 +181,10 @@ class Workspace:
                 why["code_interpreter"] = reason
         return why
 
-    def _web_search_key_env(self) -> str | None:
-        from toolcrib.websearch.providers import DEFAULT_KEY_ENV
-
-        cfg = self.config.web_search
-        return cfg.key_env or (DEFAULT_KEY_ENV.get(cfg.provider) if cfg.provider else None)
-
-    def _web_search_unavailable(self) -> str | None:
-        cfg = self.config.web_search
-        if cfg.provider is None:
-            return ("no search provider is configured: set [web_search] provider (brave, tavily or searxng), "
-                    "so questions about current public data are answered \"I can't reach current data from here\"")
-        env = self._web_search_key_env()
-        if env and not os.environ.get(env):
-            return f"the environment variable {env} ([web_search] key_env) with the {cfg.provider} API key is not set"
-        return None
-
     @cached_property
     def sandbox(self) -> Sandbox:
         """The bubblewrap sandbox of ``code_interpreter``, with the ``[code_interpreter]`` limits."""
-        from toolcrib.sandbox import Sandbox, SandboxLimits
-
-        cfg = self.config.code_interpreter
-        limits = SandboxLimits(cpu_s=cfg.cpu_s, wall_s=cfg.wall_s, memory_mb=cfg.memory_mb, processes=cfg.processes,
-                               output_bytes=cfg.output_kb * 1024, scratch_mb=cfg.scratch_mb, max_files=cfg.max_files)
-        return Sandbox(limits, python=cfg.python)
+        return sandbox_for(self.config.code_interpreter)
 
     @property
     def artifacts_dir(self) -> Path:
@@ -356,15 +194,7 @@ class Workspace:
 
     def _builtin_tool(self, name: str) -> Tool:
         if name == "web_search":
-            from toolcrib.websearch.providers import PROVIDERS
-            from toolcrib.websearch.tool import make_web_search_tool
-
-            cfg = self.config.web_search
-            assert cfg.provider is not None  # checked by unavailable
-            env = self._web_search_key_env()
-            provider = PROVIDERS[cfg.provider](cfg.endpoint, api_key=os.environ.get(env) if env else None,
-                                               timeout_s=cfg.timeout_s)
-            return make_web_search_tool(provider, max_results=cfg.max_results, timeout_s=cfg.timeout_s)
+            return web_search_tool(self.config.web_search)
         if name == "code_interpreter":
             from toolcrib.sandbox import make_code_interpreter_tool
 
@@ -385,22 +215,10 @@ class Workspace:
         if self.config.data.database:
             res["db"] = self.database
         if "sql_query" in self.config.tools.builtin:
-            res["sql"] = self._sql()
+            res["sql"] = read_only_sql(self.config, self.database, self.config_file)
         if "vector_search" in self.config.tools.builtin:
-            res["retriever"] = _Lazy(self.retriever)
+            res["retriever"] = Lazy(self.retriever)
         return res
-
-    def _sql(self) -> ReadOnlySQL:
-        cfg = self.config.sql
-        if cfg.dsn:
-            from toolcrib.sql import PostgresReadOnly
-
-            return PostgresReadOnly(cfg.dsn, cfg.allowed_tables, row_cap=cfg.row_cap, timeout_s=cfg.timeout_s)
-        from toolcrib.sql import SQLiteReadOnly
-
-        if self.database is None:
-            raise ConfigError("sql_query needs data.database or sql.dsn", file=self.config_file, key="sql")
-        return SQLiteReadOnly(self.database, cfg.allowed_tables, row_cap=cfg.row_cap, timeout_s=cfg.timeout_s)
 
     # -- documents ----------------------------------------------------------------------------------
 
@@ -468,7 +286,7 @@ class Workspace:
             return not current and self.documents_dir is not None and self.documents_dir.exists()
 
         if outdated():
-            with _building(self.state_dir / ".index.lock"):  # one builder, across threads and processes
+            with building(self.state_dir / ".index.lock"):  # one builder, across threads and processes
                 if outdated():
                     first = index.settings() is None
                     print("Indexing the workspace documents (first use only)…" if first else
@@ -550,7 +368,16 @@ class Workspace:
             from toolcrib.agent.runs import PostgresRunStore
 
             return PostgresRunStore(self.policy_dsn)
-        return FileRunStore(self.state_dir / "runs")
+        return FileRunStore(self.state_dir / "runs", self.journal_retention)
+
+    @property
+    def journal_retention(self) -> Retention:
+        """When a run or trace journal is full and how much of them a folder keeps (``[service] journal_*``)."""
+        cfg = self.config.service
+        days = cfg.journal_keep_days
+        return Retention(file_bytes=int(cfg.journal_file_mb * (1 << 20)),
+                         keep_bytes=int(cfg.journal_keep_mb * (1 << 20)) if cfg.journal_keep_mb is not None else None,
+                         keep_s=days * 86_400 if days is not None else None)
 
     def model(self, spec: str | None = None) -> Model:
         cfg = self.config.model
@@ -564,7 +391,7 @@ class Workspace:
         if self.journal_traces:
             from toolcrib.trace.journal import JournalExporter
 
-            return JournalExporter(self.traces_dir)
+            return JournalExporter(self.traces_dir, self.journal_retention)
         return JsonlExporter(self.traces_dir)
 
     def tracer_factory(self) -> Callable[[], Tracer]:
@@ -586,31 +413,3 @@ class Workspace:
             search_when_unanswered=cfg.retrieval.search_when_unanswered)
         return Runner(model or self.model(), gate or self.gate(), settings, resources=self.resources,
                       tracer_factory=self.tracer_factory(), runs=self.run_store)
-
-
-_BUILD_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _building(lock_file: Path) -> Iterator[None]:
-    """Hold the index-build lock: a process-wide lock and an exclusive lock on ``lock_file``."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with _BUILD_LOCK, lock_file.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-class _Lazy(Generic[T]):
-    """Builds a resource on first attribute access, so runs that never search never load an index."""
-
-    def __init__(self, factory: Callable[[], T]) -> None:
-        self._factory = factory
-        self._value: T | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._value is None:
-            self._value = self._factory()
-        return getattr(self._value, name)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
     from mcp_types import Tool as MCPTool
 
-    from toolcrib.service.auth import Authenticator
+    from toolcrib.auth.credentials import Authenticator
     from toolcrib.workspace import Workspace
 
 PROPOSAL_ARGUMENT = "_proposal_id"
@@ -217,7 +217,7 @@ class BearerGate:
         self.auth = auth
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        from toolcrib.service.auth import Unauthenticated
+        from toolcrib.auth.credentials import Unauthenticated
 
         if scope["type"] == "http":
             header = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)

@@ -1,158 +1,30 @@
-"""Where proposals wait for a person, and where an approval is claimed exactly once.
-
-Every decision runs in one database transaction that holds the proposal's row (SQLite
-``BEGIN IMMEDIATE``; PostgreSQL ``SELECT ... FOR UPDATE``), so two threads or two processes
-claiming the same approval cannot both succeed.
-"""
+"""What the SQL dialects of the approval store share: one transaction per decision, holding the
+proposal's row (SQLite ``BEGIN IMMEDIATE``; PostgreSQL ``SELECT ... FOR UPDATE``), so two threads or two
+processes claiming the same approval cannot both succeed. A dialect gives the connection and row locks."""
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields, replace
-from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from toolcrib.policy._connections import PostgresConnection, SQLiteConnection
+from toolcrib.policy.approvals.base import OUTCOMES, ApprovalStore
 from toolcrib.policy.canonical import canonical_json
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import Approval, ApprovalRefused, Proposal, RefusalReason, Review, proposal_hash
 
-OUTCOMES = frozenset({"executed", "failed", "outcome_unknown"})
 # the audit event of the decision a proposal in this status had
 _DECISION_EVENTS = {"rejected": "rejected", "superseded": "edited",
                     **dict.fromkeys(("approved", "executing", *OUTCOMES), "approved")}
 _FINISHED = OUTCOMES | {"executing"}
+_D = TypeVar("_D")  # what a decision returns
 
 
-class ApprovalStore(ABC):
-    """Proposals, the approvals bound to their hashes, and the outcome of each approved call."""
-
-    pending_ttl_s: float = 86_400.0  # a proposal nobody decides on expires after this long
-
-    @abstractmethod
-    def propose(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any],
-        requester: Principal,
-        policy_version: str,
-        resource_version: str,
-        *,
-        run_id: str = "",
-        trace_id: str = "",
-        review: Review | None = None,
-        pending_ttl_s: float | None = None,
-    ) -> Proposal:
-        """Store a proposal with what its approver is shown (``review``); the same call, with the same
-        provenance, still pending (or approved, unused) returns the existing one. ``pending_ttl_s`` (the
-        tool's time-to-live) overrides the store's ``pending_ttl_s`` for this proposal."""
-
-    @abstractmethod
-    def get(self, proposal_id: str) -> Proposal | None:
-        """The proposal with this id, or None."""
-
-    @abstractmethod
-    def pending(self, tenant: str | None = None) -> list[Proposal]:
-        """Proposals waiting for a decision, oldest first, optionally for one tenant."""
-
-    @abstractmethod
-    def expire_due(self) -> list[Proposal]:
-        """Record every pending proposal past its time-to-live as expired, once (whichever process sweeps
-        first), and return those this call expired."""
-
-    def changes_between(self, start: float, end: float) -> list[tuple[Proposal, str, float]]:
-        """What the store says happened to proposals from ``start`` to ``end`` (store clock, inclusive), as
-        ``(proposal, event, when)`` with the audit event each change has: ``proposed``, ``approved``,
-        ``rejected``, ``edited`` (for the proposal an edit superseded), ``executed``, ``failed``,
-        ``outcome_unknown``. ``ApprovalDesk.reconcile`` checks each against the audit. Default: none."""
-        return []
-
-    def abandon_stalled(self, limit_s: Callable[[str], float]) -> list[Proposal]:
-        """Record as ``outcome_unknown`` every claimed call still executing longer after its claim than
-        ``limit_s(tool)`` (its timeout and a grace): the process running it died before recording an
-        outcome, and whether it changed anything is unknown. It never runs again; a late ``finish`` from a
-        process that was only slow still records what happened. Returns those this call recorded, once
-        (whichever process sweeps first). Default: none."""
-        return []
-
-    @abstractmethod
-    def approval(self, proposal_id: str) -> Approval | None:
-        """The approval given to this proposal, used or not, or None."""
-
-    @abstractmethod
-    def approve(
-        self, proposal_id: str, approver: Principal, *, ttl_s: float = 900, allow_self: bool = False
-    ) -> Approval:
-        """Approve a pending proposal for ``ttl_s`` seconds. The caller has checked
-        ``Policy.may_approve``; this refuses self-approval, other tenants and decided proposals."""
-
-    @abstractmethod
-    def edit(
-        self,
-        proposal_id: str,
-        approver: Principal,
-        arguments: Mapping[str, Any],
-        resource_version: str,
-        review: Review,
-        *,
-        reason: str = "",
-        ttl_s: float = 900,
-        allow_self: bool = False,
-    ) -> tuple[Proposal, Approval]:
-        """In one act: record a pending proposal as superseded by the approver's edited call, store that
-        call as a new proposal (its own hash, same requester and run) and approve it for ``ttl_s``
-        seconds. Refuses exactly what ``approve`` refuses."""
-
-    @abstractmethod
-    def reject(self, proposal_id: str, approver: Principal, reason: str = "") -> None:
-        """Reject a pending proposal, or revoke an approval that has not been used."""
-
-    @abstractmethod
-    def claim(
-        self,
-        proposal_id: str,
-        expected_hash: str,
-        *,
-        tool: str | None = None,
-        arguments: Mapping[str, Any] | None = None,
-        current_resource_version: str | None = None,
-        now: float | None = None,
-    ) -> Approval:
-        """Atomically use the approval, once, for the call about to run.
-
-        ``expected_hash`` is ``proposal_hash`` recomputed from the call about to run and the
-        resource version read now. When it differs, ``tool``/``arguments``/``current_resource_version``
-        tell the two refusals apart: "edited" (the call changed) or "stale" (the call is the
-        same but what it would change, or the policy, changed).
-        """
-
-    @abstractmethod
-    def finish(self, proposal_id: str, status: str, result: Mapping[str, Any]) -> None:
-        """Record "executed", "failed" or "outcome_unknown" with the result of a claimed call."""
-
-    @abstractmethod
-    def outcome(self, proposal_id: str) -> tuple[str, dict[str, Any]] | None:
-        """The recorded (status, result) of a finished call, so a duplicate returns it, not re-runs."""
-
-    def close(self) -> None:
-        """Release connections."""
-
-    def __enter__(self) -> ApprovalStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class _Cursor(Protocol):
+class Cursor(Protocol):
     """What the stores use of a DB-API cursor (``sqlite3.Cursor``, a psycopg cursor)."""
 
     @property
@@ -215,7 +87,7 @@ class _ProposalRow:
 _COLUMNS = ", ".join(f.name for f in fields(_ProposalRow))
 
 
-class _SQLApprovalStore(ApprovalStore):
+class SQLApprovalStore(ApprovalStore):
     """The shared logic; subclasses give a connection, a placeholder style and row locks."""
 
     _for_update = ""
@@ -226,24 +98,24 @@ class _SQLApprovalStore(ApprovalStore):
         self._clock = clock
         self.pending_ttl_s = pending_ttl_s
 
-    def _tx(self, write: bool = True) -> AbstractContextManager[_Cursor]:
+    def _tx(self, write: bool = True) -> AbstractContextManager[Cursor]:
         """A context manager: one transaction (serialising writers when ``write``), yielding a cursor."""
         return self._db.tx(write)
 
     def _sql(self, text: str) -> str:
-        return text
+        return self._db.sql(text)
 
-    def _lock_key(self, cur: _Cursor, key: str) -> None:
+    def _lock_key(self, cur: Cursor, key: str) -> None:
         """Serialise transactions on ``key`` (no-op where the transaction already does)."""
 
-    def _row(self, cur: _Cursor, proposal_id: str, *, lock: bool = False) -> _ProposalRow | None:
+    def _row(self, cur: Cursor, proposal_id: str, *, lock: bool = False) -> _ProposalRow | None:
         suffix = self._for_update if lock else ""
         cur.execute(self._sql(f"SELECT {_COLUMNS} FROM toolcrib_proposals WHERE id = ?{suffix}"),
                     (proposal_id,))
         row = cur.fetchone()
         return None if row is None else _ProposalRow.of(row)
 
-    def _set(self, cur: _Cursor, proposal_id: str, **values: Any) -> None:
+    def _set(self, cur: Cursor, proposal_id: str, **values: Any) -> None:
         cols = ", ".join(f"{k} = ?" for k in values)
         cur.execute(self._sql(f"UPDATE toolcrib_proposals SET {cols} WHERE id = ?"),
                     (*values.values(), proposal_id))
@@ -308,7 +180,7 @@ class _SQLApprovalStore(ApprovalStore):
             self._insert(cur, proposal)
         return proposal
 
-    def _insert(self, cur: _Cursor, p: Proposal) -> None:
+    def _insert(self, cur: Cursor, p: Proposal) -> None:
         cur.execute(
             self._sql("INSERT INTO toolcrib_proposals (id, tool, arguments, requester, tenant, policy_version,"
                       " resource_version, hash, created_at, run_id, trace_id, status, decided_by, reason,"
@@ -403,25 +275,34 @@ class _SQLApprovalStore(ApprovalStore):
             return ApprovalRefused("used")
         return ApprovalRefused("not_approved")
 
-    def approve(
-        self, proposal_id: str, approver: Principal, *, ttl_s: float = 900, allow_self: bool = False
-    ) -> Approval:
+    def _decide(self, proposal_id: str, approver: Principal, ttl_s: float, allow_self: bool,
+                act: Callable[[Cursor, _ProposalRow, float], _D]) -> _D:
+        """``act`` (cursor, locked row, now) once ``approver`` may decide the proposal now; otherwise the
+        refusal, raised after the commit, so an expiry is recorded."""
         if not ttl_s > 0:
             raise ValueError("ttl_s must be positive")
         now = self._clock()
-        decision: Approval | ApprovalRefused
+        decision: _D | ApprovalRefused
         with self._tx() as cur:
             row = self._row(cur, proposal_id, lock=True)
             refusal = self._check_decidable(row, approver, now, allow_self)
             if refusal is not None or row is None:
                 decision = refusal or ApprovalRefused("not_found")
             else:
-                self._set(cur, proposal_id, status="approved", decided_by=approver.user_id,
-                          decided_at=now, expires_at=now + ttl_s)
-                decision = Approval(proposal_id, row.hash, approver.user_id, now, now + ttl_s)
-        if isinstance(decision, ApprovalRefused):  # raised after the commit, so an expiry is recorded
+                decision = act(cur, row, now)
+        if isinstance(decision, ApprovalRefused):
             raise decision
         return decision
+
+    def approve(
+        self, proposal_id: str, approver: Principal, *, ttl_s: float = 900, allow_self: bool = False
+    ) -> Approval:
+        def approved(cur: Cursor, row: _ProposalRow, now: float) -> Approval:
+            self._set(cur, proposal_id, status="approved", decided_by=approver.user_id,
+                      decided_at=now, expires_at=now + ttl_s)
+            return Approval(proposal_id, row.hash, approver.user_id, now, now + ttl_s)
+
+        return self._decide(proposal_id, approver, ttl_s, allow_self, approved)
 
     def edit(
         self,
@@ -435,30 +316,20 @@ class _SQLApprovalStore(ApprovalStore):
         ttl_s: float = 900,
         allow_self: bool = False,
     ) -> tuple[Proposal, Approval]:
-        if not ttl_s > 0:
-            raise ValueError("ttl_s must be positive")
-        now = self._clock()
-        decision: tuple[Proposal, Approval] | ApprovalRefused
-        with self._tx() as cur:
-            row = self._row(cur, proposal_id, lock=True)
-            refusal = self._check_decidable(row, approver, now, allow_self)
-            if refusal is not None or row is None:
-                decision = refusal or ApprovalRefused("not_found")
-            else:
-                old = row.proposal()
-                digest = proposal_hash(old.tool, arguments, old.requester, old.tenant, old.policy_version,
-                                       resource_version, review)
-                edited = replace(old, id="prop_" + secrets.token_hex(8), arguments=json.loads(
-                    canonical_json(dict(arguments))), resource_version=resource_version, hash=digest,
-                    created_at=now, status="approved", decided_by=approver.user_id, reason=reason, review=review,
-                    expires_at=now + ttl_s, supersedes=old.id, superseded_by="", pending_until=None)
-                self._insert(cur, edited)
-                self._set(cur, proposal_id, status="superseded", decided_by=approver.user_id, decided_at=now,
-                          reason=reason, superseded_by=edited.id)
-                decision = (edited, Approval(edited.id, digest, approver.user_id, now, now + ttl_s))
-        if isinstance(decision, ApprovalRefused):  # raised after the commit, so an expiry is recorded
-            raise decision
-        return decision
+        def edited(cur: Cursor, row: _ProposalRow, now: float) -> tuple[Proposal, Approval]:
+            old = row.proposal()
+            digest = proposal_hash(old.tool, arguments, old.requester, old.tenant, old.policy_version,
+                                   resource_version, review)
+            new = replace(old, id="prop_" + secrets.token_hex(8), arguments=json.loads(
+                canonical_json(dict(arguments))), resource_version=resource_version, hash=digest,
+                created_at=now, status="approved", decided_by=approver.user_id, reason=reason, review=review,
+                expires_at=now + ttl_s, supersedes=old.id, superseded_by="", pending_until=None)
+            self._insert(cur, new)
+            self._set(cur, proposal_id, status="superseded", decided_by=approver.user_id, decided_at=now,
+                      reason=reason, superseded_by=new.id)
+            return new, Approval(new.id, digest, approver.user_id, now, now + ttl_s)
+
+        return self._decide(proposal_id, approver, ttl_s, allow_self, edited)
 
     def reject(self, proposal_id: str, approver: Principal, reason: str = "") -> None:
         now = self._clock()
@@ -564,92 +435,3 @@ def _mismatch(
     if current_resource_version is not None and current_resource_version != stored.resource_version:
         return "stale"
     return "edited"
-
-
-_SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS toolcrib_proposals (
-    id TEXT PRIMARY KEY, tool TEXT NOT NULL, arguments TEXT NOT NULL, requester TEXT NOT NULL,
-    tenant TEXT NOT NULL, policy_version TEXT NOT NULL, resource_version TEXT NOT NULL,
-    hash TEXT NOT NULL, created_at REAL NOT NULL, run_id TEXT NOT NULL, trace_id TEXT NOT NULL,
-    status TEXT NOT NULL, decided_by TEXT NOT NULL, reason TEXT NOT NULL,
-    decided_at REAL, expires_at REAL, used_at REAL, outcome TEXT, finished_at REAL,
-    review TEXT NOT NULL DEFAULT '{}', supersedes TEXT NOT NULL DEFAULT '',
-    superseded_by TEXT NOT NULL DEFAULT '', pending_until REAL
-);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_hash ON toolcrib_proposals (hash);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (status, tenant);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_created ON toolcrib_proposals (created_at);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_decided ON toolcrib_proposals (decided_at);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_finished ON toolcrib_proposals (finished_at);
-"""
-# columns added after the first release, for stores made before them
-_ADDED_COLUMNS = {"review": "TEXT NOT NULL DEFAULT '{}'", "supersedes": "TEXT NOT NULL DEFAULT ''",
-                  "superseded_by": "TEXT NOT NULL DEFAULT ''", "pending_until": "REAL"}
-
-
-class SQLiteApprovalStore(_SQLApprovalStore):
-    """Approvals in a SQLite file: the embedded default. Safe across threads and processes."""
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        clock: Callable[[], float] = time.time,
-        pending_ttl_s: float = 86_400.0,
-    ) -> None:
-        super().__init__(clock=clock, pending_ttl_s=pending_ttl_s)
-        self.path = os.fspath(path)
-        self._db = SQLiteConnection(self.path)
-        self._db.migrate([s for s in _SQLITE_SCHEMA.split(";") if s.strip()])
-        with self._tx() as cur:  # a store from an earlier release (SQLite has no ADD COLUMN IF NOT EXISTS)
-            cur.execute("SELECT name FROM pragma_table_info('toolcrib_proposals')")
-            have = {row[0] for row in cur.fetchall()}
-            for name, kind in _ADDED_COLUMNS.items():
-                if name not in have:
-                    cur.execute(f"ALTER TABLE toolcrib_proposals ADD COLUMN {name} {kind}")
-
-
-_POSTGRES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS toolcrib_proposals (
-    id TEXT PRIMARY KEY, tool TEXT NOT NULL, arguments TEXT NOT NULL, requester TEXT NOT NULL,
-    tenant TEXT NOT NULL, policy_version TEXT NOT NULL, resource_version TEXT NOT NULL,
-    hash TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, run_id TEXT NOT NULL,
-    trace_id TEXT NOT NULL, status TEXT NOT NULL, decided_by TEXT NOT NULL, reason TEXT NOT NULL,
-    decided_at DOUBLE PRECISION, expires_at DOUBLE PRECISION, used_at DOUBLE PRECISION,
-    outcome TEXT, finished_at DOUBLE PRECISION, review TEXT NOT NULL DEFAULT '{}'
-);
-ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS review TEXT NOT NULL DEFAULT '{}';
-ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS supersedes TEXT NOT NULL DEFAULT '';
-ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS superseded_by TEXT NOT NULL DEFAULT '';
-ALTER TABLE toolcrib_proposals ADD COLUMN IF NOT EXISTS pending_until DOUBLE PRECISION;
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_hash ON toolcrib_proposals (hash);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_status ON toolcrib_proposals (status, tenant);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_created ON toolcrib_proposals (created_at);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_decided ON toolcrib_proposals (decided_at);
-CREATE INDEX IF NOT EXISTS toolcrib_proposals_finished ON toolcrib_proposals (finished_at);
-"""
-
-
-class PostgresApprovalStore(_SQLApprovalStore):
-    """Approvals in PostgreSQL, so stateless ``toolcrib serve`` processes share them."""
-
-    _for_update = " FOR UPDATE"
-    _skip_locked = " FOR UPDATE SKIP LOCKED"
-
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        schema: str | None = None,
-        clock: Callable[[], float] = time.time,
-        pending_ttl_s: float = 86_400.0,
-    ) -> None:
-        super().__init__(clock=clock, pending_ttl_s=pending_ttl_s)
-        self._db = PostgresConnection(dsn, schema, "approval store")
-        self._db.migrate([s for s in _POSTGRES_SCHEMA.split(";") if s.strip()])
-
-    def _sql(self, text: str) -> str:
-        return text.replace("?", "%s")
-
-    def _lock_key(self, cur: _Cursor, key: str) -> None:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
