@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import _quick  # benchmarks/_quick.py: --quick
 import httpx
 from _serving import ROOT, make_keys, server, toolcrib_serve
 
@@ -100,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--file-mb", type=float, default=1.0, help="[service] journal_file_mb")
     parser.add_argument("--keep-mb", type=float, default=8.0, help="[service] journal_keep_mb")
     parser.add_argument("--every", type=float, default=15.0, help="seconds between samples")
-    args = parser.parse_args(argv)
+    args = _quick.parse(parser, argv, minutes=0.25, every=3.0, file_mb=0.05, keep_mb=0.2)
 
     from toolcrib.workspace import Workspace
 

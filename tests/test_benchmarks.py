@@ -28,6 +28,7 @@ SCRIPTS: dict[str, tuple[str | None, int]] = {
     "injection": ("agentdojo", 300),
     "plain_injection": (None, 120),
     "bfcl": ("bfcl", 900),
+    "journal_soak": (None, 180),  # --quick: a 15 s soak with journals of 50 kB, 200 kB kept
 }
 
 
