@@ -8,6 +8,7 @@ controlled error downstream, not a crash).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
 import importlib.util
@@ -229,12 +230,16 @@ class FunctionModel(Model):
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None,
                        settings: ModelSettings | None = None) -> Completion:
-        """The function's reply, called inline (a plain function is cheap; an ``async def`` one is awaited)."""
+        """The function's reply: an ``async def`` one awaited on the event loop, a plain one called in a
+        worker thread (it may block, as a sleep or a request does, and a service's other requests go on)."""
         start = time.perf_counter()
         shown = tools if self.settings.resolve(settings).choice != "none" else None  # none may be called: none shown
-        out = self.fn(messages, shown)
-        if inspect.isawaitable(out):
-            out = await out
+        if inspect.iscoroutinefunction(self.fn):
+            out = await self.fn(messages, shown)
+        else:
+            out = await asyncio.to_thread(self.fn, messages, shown)
+            if inspect.isawaitable(out):
+                out = await out
         if isinstance(out, str):
             return Completion(text=out, ms=(time.perf_counter() - start) * 1000, model=self.name)
         return out
