@@ -234,12 +234,13 @@ class FunctionModel(Model):
         worker thread (it may block, as a sleep or a request does, and a service's other requests go on)."""
         start = time.perf_counter()
         shown = tools if self.settings.resolve(settings).choice != "none" else None  # none may be called: none shown
+        out: Completion | str | Awaitable[Completion | str]
         if inspect.iscoroutinefunction(self.fn):
-            out = await self.fn(messages, shown)
+            out = self.fn(messages, shown)
         else:
             out = await asyncio.to_thread(self.fn, messages, shown)
-            if inspect.isawaitable(out):
-                out = await out
+        if inspect.isawaitable(out):
+            out = await out
         if isinstance(out, str):
             return Completion(text=out, ms=(time.perf_counter() - start) * 1000, model=self.name)
         return out
