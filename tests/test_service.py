@@ -4,6 +4,7 @@ bound to the hash shown, bounds (slots, queue, rate, size) and error shapes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sqlite3
@@ -301,8 +302,8 @@ def test_a_crashed_model_is_a_500_or_a_run_error_event_and_the_service_lives_on(
         assert service.client.get("/healthz").status_code == 200
 
 
-def slow(messages: Any, tools: Any) -> str:
-    time.sleep(1.0)
+async def slow(messages: Any, tools: Any) -> str:
+    await asyncio.sleep(1.0)  # a model that waits: the service answers others meanwhile
     return "slow answer"
 
 

@@ -8,7 +8,6 @@ controlled error downstream, not a crash).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib
 import importlib.util
@@ -230,15 +229,12 @@ class FunctionModel(Model):
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None = None,
                        settings: ModelSettings | None = None) -> Completion:
-        """The function's reply: an ``async def`` one awaited on the event loop, a plain one called in a
-        worker thread (it may block, as a sleep or a request does, and a service's other requests go on)."""
+        """The function's reply: a plain function called inline (a fake's reply takes microseconds, a thread
+        hop hundreds: ``benchmarks/peers.py``), an ``async def`` one awaited. A function that waits (a
+        sleep, a request) is written ``async def``, so that a service's other requests go on meanwhile."""
         start = time.perf_counter()
         shown = tools if self.settings.resolve(settings).choice != "none" else None  # none may be called: none shown
-        out: Completion | str | Awaitable[Completion | str]
-        if inspect.iscoroutinefunction(self.fn):
-            out = self.fn(messages, shown)
-        else:
-            out = await asyncio.to_thread(self.fn, messages, shown)
+        out = self.fn(messages, shown)
         if inspect.isawaitable(out):
             out = await out
         if isinstance(out, str):
