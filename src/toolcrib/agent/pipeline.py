@@ -162,12 +162,15 @@ GRAPH: dict[Mode, Graph] = {
 
 
 def mermaid(mode: Mode) -> str:
-    """``mode``'s table as a Mermaid flowchart: each place with its node and steps, each edge labelled."""
+    """``mode``'s table as a Mermaid flowchart: each place with its node and steps, each edge labelled.
+
+    A place's Mermaid id is its name behind ``p_``: a bare ``call`` or ``end`` is a Mermaid keyword, and the
+    diagram would not draw."""
     graph = GRAPH[mode]
     lines = ["flowchart TD"]
     for name, place in graph.places.items():
         steps = "".join(f"<br/>· {s}" for s in place.steps)
-        lines.append(f'    {name}["<b>{name}</b> ({place.node!r}){steps}"]')
+        lines.append(f'    p_{name}["<b>{name}</b> ({place.node!r}){steps}"]')
     for name, place in graph.places.items():
-        lines += [f"    {name} -->|{edge}| {target}" for edge, target in place.edges.items()]
+        lines += [f"    p_{name} -->|{edge}| p_{target}" for edge, target in place.edges.items()]
     return "\n".join(lines)
