@@ -247,3 +247,71 @@ def test_doctor_on_a_broken_workspace_says_what_to_fix(small: Path, tmp_path: Pa
     assert result.exit_code == 1
     assert len(result.output.splitlines()) == 1
     assert result.output.startswith(f"FIX config: {config}: not valid TOML: ")
+
+
+def test_a_question_is_answered_from_a_generated_lookup_end_to_end(clinic: Workspace, tmp_path: Path) -> None:
+    import yaml
+
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"profile": {"answer": "native"}, "replies": [
+        {"tool_calls": [{"name": "lookup_pets", "arguments": {"pet_id": "PET-205"}}]},
+        "PET-205 is a Dachshund [lookup_pets#1]."]}), encoding="utf-8")
+    result = CliRunner().invoke(main, ["ask", "What breed is PET-205?", "--model", f"scripted:{script}",
+                                       "--workspace", str(clinic.root), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout.strip().splitlines()[-1])
+    assert [c["name"] for c in answer["executed"]] == ["lookup_pets"]
+    assert "Dachshund" in answer["text"] and answer["citations"][0]["id"] == "lookup_pets#1"
+    assert answer["abstained"] is False
+
+
+@pytest.mark.postgres
+def test_a_postgresql_database_gets_lookups_and_a_commented_table_without_a_key(tmp_path: Path) -> None:
+    import uuid
+
+    psycopg = pytest.importorskip("psycopg")
+    server = "postgresql://postgres@127.0.0.1:5432"
+    try:
+        admin = psycopg.connect(f"{server}/test", autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError:
+        pytest.skip("no PostgreSQL at 127.0.0.1:5432")
+    name = f"toolcrib_init_{uuid.uuid4().hex[:10]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with psycopg.connect(f"{server}/{name}", autocommit=True) as conn:
+            conn.execute("CREATE TABLE customers (id int PRIMARY KEY, full_name text NOT NULL);"
+                         "INSERT INTO customers VALUES (1, 'Ann Lee'), (2, 'Bob Hale');"
+                         "CREATE TABLE events (happened date, what text)")
+        result = init(str(tmp_path / "ws"), "--database", f"{server}/{name}")
+        assert result.exit_code == 0, result.output
+        text = (tmp_path / "ws" / "toolcrib.toml").read_text()
+        assert "# events: no primary key, so no lookup; the SQL tool (sql_query) reads it." in text
+        ws = Workspace.open(tmp_path / "ws")
+        assert {t.name for t in ws.registry} == {"sql_query", "lookup_customers"}
+        assert ask_gate(ws, "lookup_customers", {"id": 2}, "Who is customer 2?")["full_name"] == "Bob Hale"
+        assert ask_gate(ws, "lookup_customers", {"name": "ann"}, "What is ann's id?")["id"] == 1
+        assert "ok  postgresql: opens; 2 allowed tables exist" in doctor(tmp_path / "ws").output
+        ws.resources["sql"].close()
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def test_doctor_checks_the_services_jwt_and_webhook_secrets(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SHOP_HOOK_SECRET", raising=False)
+    monkeypatch.delenv("SHOP_JWT_SECRET", raising=False)
+    config = small / "toolcrib.toml"
+    config.write_text(config.read_text() + '\n[service.jwt]\nsecret_env = "SHOP_JWT_SECRET"\nalgorithms = ["HS256"]\n'
+                      '\n[[webhooks]]\nurl = "https://chat.example.com/hooks"\nsecret_env = "SHOP_HOOK_SECRET"\n')
+    result = doctor(small)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-2:] == [
+        "FIX jwt: the environment variable SHOP_JWT_SECRET ([service.jwt] secret_env) is not set",
+        "FIX webhooks: the environment variable SHOP_HOOK_SECRET (webhook https://chat.example.com/hooks) is not set",
+    ]
+    monkeypatch.setenv("SHOP_HOOK_SECRET", "s" * 32)
+    monkeypatch.setenv("SHOP_JWT_SECRET", "j" * 32)
+    result = doctor(small)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-2:] == ["ok  jwt: tokens checked against SHOP_JWT_SECRET",
+                                               "ok  webhooks: 1 webhook, each with its secret set"]

@@ -206,4 +206,5 @@ def _webhooks(ws: Workspace) -> str:
             raise _Fix(f"webhook {hook.url} sends unsigned bodies: set secret_env")
         if not os.environ.get(hook.secret_env):
             raise _Fix(f"the environment variable {hook.secret_env} (webhook {hook.url}) is not set")
-    return f"{len(ws.config.webhooks)} webhooks, each with its secret set"
+    n = len(ws.config.webhooks)
+    return f"{n} webhook{'' if n == 1 else 's'}, each with its secret set"
