@@ -88,11 +88,14 @@ def test_a_made_up_key_is_refused_by_the_gate(clinic: Workspace) -> None:
 def test_init_errors_are_one_clear_line(tmp_path: Path) -> None:
     empty = tmp_path / "empty.sqlite"
     sqlite3.connect(empty).close()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database, just text long enough to have a header of sorts\n" * 4)
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "x.txt").write_text("x")
     cases = [
         (["--database", str(tmp_path / "nope.sqlite")], f"database file {tmp_path / 'nope.sqlite'} does not exist"),
         (["--database", str(empty)], f"the database {empty} has no tables to ask about"),
+        (["--database", str(text)], f"{text} is not a readable SQLite database"),
         (["--documents", str(tmp_path / "nodocs")], f"documents folder {tmp_path / 'nodocs'} does not exist"),
         (["--database", "postgresql://nobody@127.0.0.1:1/none"], "cannot reach the PostgreSQL database"),
     ]
@@ -170,7 +173,7 @@ def test_twenty_spider_schemas_each_table_answers_by_its_key(tmp_path: Path) -> 
     ids = sorted({q["db_id"] for q in json.loads(dev.read_text(encoding="utf-8"))})[:20] if dev.exists() \
         else sorted(schemas)[:20]
     assert len(ids) == 20
-    answered = 0
+    answered = by_name = 0
     for db_id in ids:
         db = tmp_path / f"{db_id}.sqlite"
         first = _build_spider(schemas[db_id], db)
@@ -188,7 +191,12 @@ def test_twenty_spider_schemas_each_table_answers_by_its_key(tmp_path: Path) -> 
             row = ask_gate(ws, name, arguments, request)
             assert row["found"] and all(row[k] == v for k, v in arguments.items()), (db_id, table, row)
             answered += 1
-    assert answered >= 60
+            if "name" in tools[name].parameters["properties"]:  # and by the first name-like column's value
+                column = next(lk.names[0] for lk in ws.config.lookups if lk.table == table)
+                named = ask_gate(ws, name, {"name": row[column]}, f"Tell me about {row[column]}")
+                assert named["found"] and named[column] == row[column], (db_id, table, named)
+                by_name += 1
+    assert answered >= 60 and by_name >= 20, (answered, by_name)
 
 
 # -- (c) doctor ---------------------------------------------------------------------------------------

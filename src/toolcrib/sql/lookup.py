@@ -50,8 +50,8 @@ def make_lookup_tool(table: str, key: list[str], names: list[str], columns: dict
     schema = {"type": "object", "properties": properties, "required": [] if names else list(key)}
     numbered = dialect_placeholder != "?"
 
-    def ph(i: int) -> str:
-        return f"${i}" if numbered else "?"
+    def ph(i: int) -> str:  # numbered, so several name columns share one value
+        return f"${i}" if numbered else f"?{i}"
 
     select = f"SELECT {'rowid AS rowid, ' if any(k.lower() == 'rowid' for k in key) else ''}* FROM {_quote(table)}"
 
