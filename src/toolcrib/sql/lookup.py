@@ -87,8 +87,10 @@ def make_lookup_tool(table: str, key: list[str], names: list[str], columns: dict
                 "more": len(rows) > _MATCHES, "message": "Several rows match; give the key to pick one."}
 
     by = f" or by name ({', '.join(names)})" if names else ""
-    text = description or (f"Look up one {table} record by its {', '.join(key)}{by}: every column of the row. "
-                           "Read-only.")
+    # the first sentence says what a row holds, in words: how a request's words find the tool that returns them
+    held = [c.replace("_", " ") for c in columns if c.lower() not in {k.lower() for k in key}][:12]
+    text = description or (f"Look up one {table} record by its {', '.join(key)}{by}: its "
+                           f"{', '.join(held) or 'columns'}. Read-only.")
     return json_schema_tool(lookup_name(table), text, schema, lookup, context_param="ctx", effect=Effect.READ,
                             identifiers=[*key, *([name_param] if names else [])], tags=(SQL_RESOURCE,))
 
