@@ -189,7 +189,7 @@ def workspace_table() -> str:
         top = key.split(".")[0]
         if top != section:
             section = top
-            title = "[[webhooks]]" if top == "webhooks" else f"[{top}]"
+            title = f"[[{top}]]" if top in ("webhooks", "lookups") else f"[{top}]"
             out += ["", f"### `{title}`", "", "| key | type | default | meaning |", "|---|---|---|---|"]
         meaning = " ".join(meaning.split()).replace("|", "\\|")
         out.append(f"| `{key}` | `{type_name.replace('|', chr(92) + '|')}` | {default} | {meaning} |")

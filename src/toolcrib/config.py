@@ -117,11 +117,24 @@ class SQLSection(_Section):
     dsn: str | None = None
 
 
+class LookupSection(_Section):
+    """One generated read-only lookup tool, ``lookup_<table>``: a row by its key, or by a name-like text
+    column; the columns' types come from the database schema when the workspace opens."""
+
+    table: str  # the table, one of [sql] allowed_tables; the tool is lookup_<table>
+    key: list[str] = Field(min_length=1)  # the primary key's columns ("rowid" for a SQLite table without one)
+    names: list[str] = Field(default_factory=list)  # text columns a row may be named by (the tool's `name`)
+    description: str = ""  # the tool's description (default: says the table, the key and the names)
+
+
 class RetrievalSection(_Section):
     chunker: Literal["structure", "fixed", "parent_child"] = "structure"
     top_k: int = Field(5, gt=0, le=50)
     min_score: float | None = None  # relevance below which evidence counts as insufficient
     default_access: list[str] = Field(default_factory=lambda: ["*"])
+    # a document without an ``access`` of its own may be read by the group named like the first folder
+    # of its path under the documents folder (docs/vets/x.md: "vets"); files at the top: default_access
+    access_from_folders: bool = False
     index: Literal["lance", "pgvector"] = "lance"
     # When no tool call of a run found anything, code searches the documents once with the question.
     search_when_nothing_found: bool = True
@@ -302,6 +315,7 @@ class WorkspaceConfig(_Section):
     envelopes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     mcp: MCPSection = Field(default_factory=MCPSection)
     webhooks: list[WebhookSection] = Field(default_factory=list)
+    lookups: list[LookupSection] = Field(default_factory=list)
 
 
 def load_config(path: Path) -> WorkspaceConfig:

@@ -13,6 +13,7 @@ from toolcrib.cli.ask import ask_cmd
 from toolcrib.cli.audit import audit_group
 from toolcrib.cli.cluster import cluster_group
 from toolcrib.cli.docs import docs_cmd
+from toolcrib.cli.doctor import doctor_cmd
 from toolcrib.cli.eval import eval_group
 from toolcrib.cli.ingest import ingest_cmd
 from toolcrib.cli.init import init_cmd
@@ -37,5 +38,5 @@ def main() -> None:
 
 for _command in (ask_cmd, ingest_cmd, trace_cmd, tools_cmd, init_cmd, approve_cmd, audit_group, sql_cmd, eval_group,
                  stats_cmd, serve_cmd, cluster_group, token_group, mcp_group, webhooks_group, docs_cmd,
-                 warm_cmd):
+                 warm_cmd, doctor_cmd):
     main.add_command(_command)

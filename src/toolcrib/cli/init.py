@@ -106,12 +106,57 @@ def copy_template(name: str, path: Path) -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--template", default=None, metavar="NAME",
               help="Start from a shipped workspace instead of the bare starter: demo or clinic.")
+@click.option("--database", default=None, metavar="FILE|DSN",
+              help="Make the workspace from this SQLite file or postgresql:// database: the SQL tool over its "
+                   "tables and a lookup per table.")
+@click.option("--documents", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Make the workspace search the documents under DIR (ingested now).")
+@click.option("--leave-out", multiple=True, metavar="TABLE",
+              help="A table no tool may read (repeatable).")
+@click.option("--groups-from-folders", is_flag=True,
+              help="The documents' first-level folders become access groups: docs/vets/ is read by 'vets'.")
+@click.option("--model", "model", default="local", show_default=True, metavar="SPEC",
+              help="The model spec [model] spec gets (with --database/--documents).")
+@click.option("--no-ingest", is_flag=True, help="Do not index the documents now (the first search will).")
 @controlled
-def init_cmd(path: Path, template: str | None) -> None:
-    """Create a workspace at PATH: a commented starter, or a copy of a shipped one (--template)."""
+def init_cmd(path: Path, template: str | None, database: str | None, documents: Path | None,
+             leave_out: tuple[str, ...], groups_from_folders: bool, model: str, no_ingest: bool) -> None:
+    """Create a workspace at PATH: a commented starter, a copy of a shipped one (--template), or one made
+    from your own database and documents (--database, --documents)."""
+    if database is not None or documents is not None:
+        if template:
+            raise ConfigError("--template and --database/--documents make different workspaces; give one")
+        from_data(path, database, documents, leave_out, groups_from_folders, model=model, ingest=not no_ingest)
+        return
+    if leave_out or groups_from_folders:
+        raise ConfigError("--leave-out and --groups-from-folders go with --database/--documents")
     if template:
         copy_template(template, path)
     else:
         create_starter(path)
     click.echo(f"Created a {template + ' ' if template else 'starter '}workspace in {path}. "
                f"Try: toolcrib tools --workspace {path}")
+
+
+def from_data(path: Path, database: str | None, documents: Path | None, leave_out: tuple[str, ...],
+              groups_from_folders: bool, *, model: str, ingest: bool) -> None:
+    """``init --database/--documents``: plan, write, and index the documents."""
+    from toolcrib.workspace import Workspace
+    from toolcrib.workspace.generate import create_from_data, plan
+
+    p = plan(path, database, documents, leave_out, groups_from_folders)
+    created = not path.exists()
+    config = create_from_data(path, p, model=model)
+    try:
+        ws = Workspace.open(path)
+        lookups = [t.name for t in ws.registry if t.name.startswith("lookup_")]  # opens the database
+    except Exception:
+        for file in (config, path / ".gitignore", *([path] if created else [])):  # leave nothing half made
+            file.rmdir() if file.is_dir() else file.unlink(missing_ok=True)
+        raise
+    click.echo(f"Created a workspace in {path} from your data: {len(p.tables)} tables, "
+               f"{len(lookups)} lookup tools" + (f", access groups {', '.join(p.folders)}" if p.folders else "") + ".")
+    if p.documents is not None and ingest:
+        report = ws.ingest()
+        click.echo(f"Indexed {p.documents}: {report.summary()}")
+    click.echo(f"Check it: toolcrib doctor --workspace {path}; ask: toolcrib ask -w {path} \"...\"")

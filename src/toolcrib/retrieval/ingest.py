@@ -55,6 +55,7 @@ def ingest(
     progress: Progress | None = None,
     *,
     default_access: Sequence[str] = (EVERYONE,),
+    access_from_folders: bool = False,
     reindex: bool = False,
     batch_size: int = 256,
 ) -> IngestReport:
@@ -87,7 +88,8 @@ def ingest(
         if progress:
             progress("load", n, len(files))
         try:
-            document = load_document(file, root=root, default_access=default_access)
+            document = load_document(file, root=root, default_access=default_access,
+                                     access_from_folders=access_from_folders)
         except UnreadableDocument as exc:
             report.skipped.append((str(file), str(exc)))
             # a file that cannot be read now keeps its last good version in the index

@@ -64,8 +64,10 @@ def load_documents(paths: Iterable[str | Path], default_access: Sequence[str] = 
     return result
 
 
-def load_document(path: Path, *, root: Path | None = None, default_access: Sequence[str] = (EVERYONE,)) -> Document:
-    """Load one file. Raises UnreadableDocument for an unsupported type or a file that fails to parse."""
+def load_document(path: Path, *, root: Path | None = None, default_access: Sequence[str] = (EVERYONE,),
+                  access_from_folders: bool = False) -> Document:
+    """Load one file. Raises UnreadableDocument for an unsupported type or a file that fails to parse.
+    ``access_from_folders``: without an ``access`` of its own, the group is the first folder under ``root``."""
     suffix = path.suffix.lower()
     parser = _PARSERS.get(suffix)
     if parser is None:
@@ -87,7 +89,8 @@ def load_document(path: Path, *, root: Path | None = None, default_access: Seque
     meta = {**front, **sidecar}
     rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
     doc_id = slug(str(meta.get("id") or meta.get("doc_id") or rel.with_suffix("").as_posix()))
-    access = meta.get("access", list(default_access))
+    folder_access = [rel.parts[0]] if access_from_folders and len(rel.parts) > 1 else list(default_access)
+    access = meta.get("access", folder_access)
     if isinstance(access, str):
         access = [part.strip() for part in access.split(",") if part.strip()]
     if not isinstance(access, list) or not access:

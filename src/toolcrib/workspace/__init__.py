@@ -142,6 +142,8 @@ class Workspace:
                 registry.add(self._builtin_tool(name))
         for t in module_tools(self.root, self.config, self.config_file):
             registry.add(t)
+        for t in self._lookup_tools():
+            registry.add(t)
         mcp = self.mcp_tools
         for t in mcp.tools if mcp is not None else ():
             registry.add(t)
@@ -152,6 +154,18 @@ class Workspace:
         from toolcrib.mcp.client import PinnedRegistry
 
         return PinnedRegistry(tools, mcp.disabled)
+
+    def _lookup_tools(self) -> list[Tool]:
+        """The ``[[lookups]]`` tools, generated from the database's schema (``toolcrib.sql.lookup``)."""
+        if not self.config.lookups:
+            return []
+        from toolcrib.sql.lookup import lookup_tools
+
+        try:
+            return lookup_tools(self.resources["sql"], [(lk.table, lk.key, lk.names, lk.description)
+                                                        for lk in self.config.lookups])
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=self.config_file, key="lookups") from None
 
     @cached_property
     def mcp_tools(self) -> MCPTools | None:
@@ -214,7 +228,7 @@ class Workspace:
         res: dict[str, Any] = {"workspace": self.root}
         if self.config.data.database:
             res["db"] = self.database
-        if "sql_query" in self.config.tools.builtin:
+        if "sql_query" in self.config.tools.builtin or self.config.lookups:
             res["sql"] = read_only_sql(self.config, self.database, self.config_file)
         if "vector_search" in self.config.tools.builtin:
             res["retriever"] = Lazy(self.retriever)
@@ -258,7 +272,8 @@ class Workspace:
             raise ConfigError("nothing to ingest: give PATHs or set data.documents", file=self.config_file,
                               key="data.documents")
         return ingest(targets, index or self.index(), self.embedder, self.chunker(), progress,
-                      default_access=self.config.retrieval.default_access, reindex=reindex)
+                      default_access=self.config.retrieval.default_access,
+                      access_from_folders=self.config.retrieval.access_from_folders, reindex=reindex)
 
     def retriever(self) -> HybridRetriever:
         """The hybrid retriever over the workspace index; the first use builds the index from the documents

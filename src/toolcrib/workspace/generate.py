@@ -1,0 +1,152 @@
+"""A workspace made from what a user already has (``toolcrib init PATH --database ... --documents ...``):
+the read-only SQL tool over the database's tables, a generated lookup per table (``[[lookups]]``, typed
+from the schema when the workspace opens), the documents with their folders as access groups, one
+user, and a ``toolcrib.toml`` that says why each choice was made."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolcrib.errors import ConfigError
+from toolcrib.sql.introspect import TableInfo, is_dsn, read_tables
+
+USER = "me"
+STAFF = "staff"
+
+
+def _s(value: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _key(name: str) -> str:
+    """A TOML key: bare when it can be, else quoted."""
+    return name if name.replace("_", "").replace("-", "").isalnum() and name.isascii() else _s(name)
+
+
+def _c(code: str, comment: str) -> str:
+    """A line of code and its comment, the comments lined up where the code leaves room."""
+    return f"{code.ljust(38)}  # {comment}"
+
+
+def _list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(_s(v) for v in values) + "]"
+
+
+@dataclass
+class Plan:
+    """What ``init`` found and will write."""
+
+    database: str | None
+    documents: Path | None
+    tables: list[TableInfo] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)  # access groups, when groups come from folders
+
+    @property
+    def postgres(self) -> bool:
+        return self.database is not None and is_dsn(self.database)
+
+
+def plan(path: Path, database: str | None, documents: Path | None, leave_out: Sequence[str],
+         groups_from_folders: bool) -> Plan:
+    """Check what the user gave, in the order they would fix it; each failure is one line."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ConfigError(f"{path} exists and is not empty; give a new or empty folder")
+    if database is None and documents is None:
+        raise ConfigError("give --database FILE.sqlite|postgresql://..., --documents DIR, or both")
+    result = Plan(database=database, documents=documents.resolve() if documents else None)
+    if documents is not None and not documents.is_dir():
+        raise ConfigError(f"documents folder {documents} does not exist")
+    if database is not None:
+        tables = read_tables(database if is_dsn(database) else Path(database))
+        names = {t.name.lower() for t in tables}
+        unknown = [t for t in leave_out if t.lower() not in names]
+        if unknown:
+            raise ConfigError(f"--leave-out {', '.join(unknown)}: no such table in the database")
+        out = {t.lower() for t in leave_out}
+        result.tables = [t for t in tables if t.name.lower() not in out]
+        result.left_out = [t.name for t in tables if t.name.lower() in out]
+        if not result.tables:
+            raise ConfigError(f"the database {database} has no tables{' left' if leave_out else ''} to ask about")
+        if not is_dsn(database):
+            result.database = str(Path(database).resolve())
+    if groups_from_folders and result.documents is not None:
+        result.folders = sorted(p.name for p in result.documents.iterdir()
+                                if p.is_dir() and not p.name.startswith("."))
+    return result
+
+
+def _lookup_lines(p: Plan) -> list[str]:
+    lines = ["# One read-only lookup tool per table, lookup_<table>, generated when the workspace opens: a row",
+             "# by its key (the primary key), or by a name-like text column (names). The arguments are typed",
+             "# from the database's schema and grounded like a hand-written lookup's: the key or the name must",
+             "# appear in the user's request or an earlier result. Delete a block to drop a lookup."]
+    for t in p.tables:
+        names = t.name_columns()
+        if t.primary_key:
+            key, why = list(t.primary_key), "its primary key"
+        elif t.rowid:
+            key, why = ["rowid"], "no primary key: SQLite's rowid"
+        else:
+            lines += ["", f"# {t.name}: no primary key, so no lookup; the SQL tool (sql_query) reads it."]
+            continue
+        lines += ["", "[[lookups]]", f"table = {_s(t.name)}", _c(f"key = {_list(key)}", why),
+                  _c(f"names = {_list(names)}",
+                     "text columns a row may be named by" if names else "no name-like text column found")]
+    return lines
+
+
+def render(p: Plan, *, model: str = "local") -> str:
+    """The generated ``toolcrib.toml``, every choice commented."""
+    has_db, has_docs = p.database is not None, p.documents is not None
+    builtin = [*(["vector_search"] if has_docs else []), *(["sql_query"] if has_db else [])]
+    lines = ["# toolcrib workspace generated by `toolcrib init` from your own data. Check it with",
+             "# `toolcrib doctor -w .`; every key is explained in docs/reference/workspace.md.", "",
+             "[workspace]", 'name = "My data"',
+             _c(f"default_user = {_s(USER)}", "the one user `init` made (see [users] below)"),
+             _c("require_evidence = true", "an answer must rest on a tool result or a passage"),
+             _c('mode = "single"', 'one tool call per question; "loop" for a bounded ReAct loop'), "",
+             "[model]", _c(f"spec = {_s(model)}", '"local" (embedded), "openai:MODEL", "scripted:FILE"'), "",
+             "[tools]", _c("modules = []", "add Python files of @tool functions here"),
+             _c(f"builtin = {_list(builtin)}", "documents search and read-only SQL"), "", "[data]"]
+    if has_db and not p.postgres:
+        lines.append(_c(f"database = {_s(str(p.database))}", "read in place, never written"))
+    if has_docs:
+        lines.append(_c(f"documents = {_s(str(p.documents))}", "what `toolcrib ingest` reads"))
+    lines.append("")
+    if has_db:
+        lines += ["[sql]"]
+        if p.postgres:
+            lines.append(_c(f"dsn = {_s(str(p.database))}", "connect as a read-only role (docs/how-to/postgres.md)"))
+        lines.append(_c(f"allowed_tables = {_list([t.name for t in p.tables])}", "the only tables sql_query reads"))
+        if p.left_out:
+            lines.append(f"# left out with --leave-out, never readable: {', '.join(p.left_out)}")
+        lines += [_c("row_cap = 200", "rows one query returns at most"),
+                  _c("timeout_s = 2", "seconds one query may run"), ""]
+    lines += ["[retrieval]", _c('default_access = ["*"]', "who may read a document that names no access")]
+    if p.folders:
+        lines.append(_c("access_from_folders = true", "else the group named like its first folder"))
+    lines += ["", "[paths]", _c('state = ".toolcrib"', "the index, traces, approvals and audit"), ""]
+    if has_db:
+        lines += [*_lookup_lines(p), ""]
+    lines += [f"[groups.{STAFF}]", _c('tools = ["*"]', "every tool above; all of them only read"), "approve = []", ""]
+    for folder in p.folders:
+        if folder == STAFF:  # the staff group is already declared; it reads that folder's documents too
+            continue
+        lines += [_c(f"[groups.{_key(folder)}]", f"may read the documents under {folder}/"), "tools = []", ""]
+    lines += [_c(f"[users.{USER}]", "the CLI acts as this user; add more with their groups"),
+              'name = "Me"', 'tenant = "default"', f"groups = {_list(list(dict.fromkeys([STAFF, *p.folders])))}", ""]
+    return "\n".join(lines)
+
+
+def create_from_data(path: Path, p: Plan, *, model: str = "local") -> Path:
+    """Write the workspace planned by ``plan``; returns its ``toolcrib.toml``."""
+    path.mkdir(parents=True, exist_ok=True)
+    config = path / "toolcrib.toml"
+    config.write_text(render(p, model=model), encoding="utf-8")
+    (path / ".gitignore").write_text(".toolcrib/\n", encoding="utf-8")
+    return config
