@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from toolcrib.errors import ConfigError
 from toolcrib.sql.introspect import TableInfo, is_dsn, read_tables
@@ -121,7 +122,8 @@ def render(p: Plan, *, model: str = "local") -> str:
     if has_db:
         lines += ["[sql]"]
         if p.postgres:
-            lines.append(_c(f"dsn = {_s(str(p.database))}", "connect as a read-only role (docs/how-to/postgres.md)"))
+            lines.append(_c(f"dsn = {_s(_without_password(str(p.database)))}",
+                            "a read-only role; its password from PGPASSWORD or ~/.pgpass, never this file"))
         lines.append(_c(f"allowed_tables = {_list([t.name for t in p.tables])}", "the only tables sql_query reads"))
         if p.left_out:
             lines.append(f"# left out with --leave-out, never readable: {', '.join(p.left_out)}")
@@ -150,3 +152,14 @@ def create_from_data(path: Path, p: Plan, *, model: str = "local") -> Path:
     config.write_text(render(p, model=model), encoding="utf-8")
     (path / ".gitignore").write_text(".toolcrib/\n", encoding="utf-8")
     return config
+
+
+def _without_password(dsn: str) -> str:
+    """``dsn`` with any password taken out: the file holds no credential (libpq reads it from the
+    environment or ~/.pgpass)."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    return urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
