@@ -64,6 +64,16 @@ def shipped_workspace(name: str = "demo") -> Path:
     return target
 
 
+def default_root() -> Path:
+    """The folder a command opens when given no ``--workspace``: $TOOLCRIB_WORKSPACE, else the demo's copy
+    (not copied here: nothing is written)."""
+    chosen = os.environ.get(WORKSPACE_ENV)
+    if chosen:
+        root = Path(chosen).expanduser().resolve()
+        return root.parent if root.is_file() else root
+    return data_home() / "demo"
+
+
 def resolve_workspace(path: str | Path | None, *, template: str = "") -> Path:
     """Explicit path, else the shipped ``template`` when one is named, else $TOOLCRIB_WORKSPACE, else the demo."""
     chosen = path or (None if template else os.environ.get(WORKSPACE_ENV))
