@@ -355,6 +355,17 @@ def test_openapi_describes_the_api(svc: Service) -> None:
         assert path in paths
 
 
+def test_the_document_declares_the_bearer_credential_where_it_is_needed(svc: Service) -> None:
+    document = svc.client.get("/openapi.json").json()
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"  # Swagger UI's Authorize
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            public = path in ("/healthz", "/readyz")
+            assert ("security" in operation) is not public, (method, path)
+            assert public or operation["security"] == [{"bearer": []}], (method, path)
+            assert all(p["in"] != "header" for p in operation.get("parameters", [])), (method, path)
+
+
 def test_serve_refuses_several_workers_without_shared_state(tmp_path: Path) -> None:
     root = demo_copy(tmp_path)
     result = CliRunner().invoke(main, ["serve", "--workers", "2", "--workspace", str(root)])

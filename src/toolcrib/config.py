@@ -334,3 +334,16 @@ def load_config(path: Path) -> WorkspaceConfig:
         expected = "an unknown key (check the spelling)" if err["type"] == "extra_forbidden" else err["msg"]
         got = "" if err["type"] in ("extra_forbidden", "missing") else f"; got {err.get('input')!r}"
         raise ConfigError(f"{expected}{got}", file=str(path), key=key) from None
+
+
+def missing_settings(config: WorkspaceConfig) -> list[str]:
+    """What a ``toolcrib.toml`` leaves out that a workspace almost always sets (an empty file leaves out
+    all of it), each a stable line naming the section and what happens without it; empty when nothing is."""
+    missing: list[str] = []
+    if "model" not in config.model_fields_set:
+        missing.append(f'no [model]: runs use spec = "{config.model.spec}"; set [model] spec (or pass --model)')
+    if not (config.tools.modules or config.tools.builtin or config.mcp.servers):
+        missing.append("no tools: set [tools] modules or builtin (or [mcp.servers]); the model can call nothing")
+    if not config.users:
+        missing.append("no [users]: every run acts as 'local' with every tool; add [users.NAME] with groups")
+    return missing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,17 @@ _COLOURS = {"model": "cyan", "code": "white", "policy": "yellow", "human": "mage
             "provider": "green"}
 
 
-def render_answer(answer: Answer) -> None:
+def trace_command(trace_id: str, root: Path) -> str:
+    """The command that shows a run's trace, with ``--workspace`` unless ``root`` is the one a command
+    opens by default, so that it works when pasted."""
+    from toolcrib.workspace.locate import default_root
+
+    where = "" if root.resolve() == default_root().resolve() else f" --workspace {shlex.quote(str(root))}"
+    return f"toolcrib trace {trace_id}{where}"
+
+
+def render_answer(answer: Answer, root: Path) -> None:
+    """An answer for a person: its text, sources, notes, refusals, and how to see its trace."""
     click.echo(answer.text)
     if answer.citations:
         click.echo("\nSources:")
@@ -28,7 +39,7 @@ def render_answer(answer: Answer) -> None:
         click.secho(f"not run: {r['name']} ({r.get('error', {}).get('code', r['status'])}): "
                     f"{r.get('error', {}).get('message', '')}", fg="yellow")
     click.secho(f"\n[{answer.outcome}; trace {answer.trace_id}; {answer.ms / 1000:.1f}s; "
-                f"`toolcrib trace {answer.trace_id}` shows every step]", dim=True)
+                f"`{trace_command(answer.trace_id, root)}` shows every step]", dim=True)
 
 
 def _facts(event: Event) -> str:

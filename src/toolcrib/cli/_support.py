@@ -58,6 +58,10 @@ def controlled(fn: Callable[P, R]) -> Callable[P, R]:
 
 def open_workspace(workspace: Path | None, *, template: str = "") -> Workspace:
     """The workspace at ``workspace`` (else $TOOLCRIB_WORKSPACE, else the shipped ``template`` or the demo)."""
+    from toolcrib.config import missing_settings
     from toolcrib.workspace import Workspace
 
-    return Workspace.open(workspace, template=template)
+    ws = Workspace.open(workspace, template=template)
+    for line in missing_settings(ws.config):  # accepted, but a newcomer should hear what it leaves out
+        click.secho(f"toolcrib: warning: {ws.config_file}: {line}", fg="yellow", err=True)
+    return ws

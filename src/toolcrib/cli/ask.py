@@ -45,7 +45,7 @@ def ask_cmd(question: str | None, model_spec: str | None, user: str | None, mode
     else:
         from toolcrib.cli._render import render_answer
 
-        render_answer(answer)
+        render_answer(answer, ws.root)
     if show_trace:
         from toolcrib.cli._render import render_trace
 

@@ -93,13 +93,13 @@ def copy_template(name: str, path: Path) -> None:
     """Copy a shipped workspace (``demo``, ``clinic``) into ``path``; refuse to overwrite a workspace."""
     import shutil
 
-    from toolcrib.workspace.locate import template_source
+    from toolcrib.workspace.locate import NOT_COPIED, template_source
 
     source = template_source(name)
     if (path / "toolcrib.toml").exists():
         raise ConfigError("a workspace already exists here; not overwriting it", file=str(path / "toolcrib.toml"))
     shutil.copytree(source, path, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__", "__init__.py", ".toolcrib", "*.sqlite"))
+                    ignore=shutil.ignore_patterns("__init__.py", *NOT_COPIED))
 
 
 @click.command("init")

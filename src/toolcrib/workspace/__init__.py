@@ -29,7 +29,7 @@ from toolcrib.tools.tool import Tool
 from toolcrib.trace.journal import Retention
 from toolcrib.trace.tracer import JsonlExporter, Tracer
 from toolcrib.workspace.data import Lazy, build_database, building
-from toolcrib.workspace.locate import CONFIG_NAME, resolve_workspace
+from toolcrib.workspace.locate import CONFIG_NAME, resolve_workspace, template_of
 from toolcrib.workspace.tools import (
     check_names,
     load_module,
@@ -58,6 +58,13 @@ class Workspace:
     config: WorkspaceConfig
     _tools: list[Tool] = field(default_factory=list)
     journal_traces: bool = False  # traces in one journal per process, not a file per trace (``toolcrib serve``)
+
+    def __post_init__(self) -> None:
+        shipped = template_of(self.root)
+        if shipped:  # its database, index and state would be written into the installed package
+            raise ConfigError(f"the '{shipped}' template inside the package is read-only; open it "
+                              f"with Workspace.open (a writable copy) or `toolcrib init --template {shipped} PATH`",
+                              file=self.config_file)
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, template: str = "") -> Workspace:

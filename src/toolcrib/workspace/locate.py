@@ -1,8 +1,10 @@
 """Where a workspace is: an explicit folder, $TOOLCRIB_WORKSPACE, or a shipped template copied to a
-writable place ($TOOLCRIB_HOME) on first use."""
+writable place ($TOOLCRIB_HOME) on first use. The templates inside the package are read-only to code: a
+path to one opens its copy, so no database, index or state is ever written into the package."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import shutil
@@ -16,6 +18,9 @@ HOME_ENV = "TOOLCRIB_HOME"
 DEMO_SOURCE = Path(__file__).parent.parent / "demo" / "workspace"
 # The shipped workspaces, by template name: the Kestrel Instruments demo and the veterinary clinic.
 TEMPLATES: dict[str, Path] = {"demo": DEMO_SOURCE, "clinic": Path(__file__).parent.parent / "demo" / "clinic"}
+# What a copy of a template never takes from it: state, bytecode, and any database (a copy builds its
+# own from seed.sql; a stray file in the package must not reach every copy)
+NOT_COPIED = ("__pycache__", ".toolcrib", "*.sqlite", "*.sqlite-*", "*.building", ".*.tmp")
 
 
 def data_home() -> Path:
@@ -27,9 +32,13 @@ def data_home() -> Path:
     return Path(base) / "toolcrib"
 
 
+def _copied(relative: Path) -> bool:
+    return not any(fnmatch.fnmatch(part, pattern) for part in relative.parts for pattern in NOT_COPIED)
+
+
 def _tree_digest(root: Path) -> str:
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and _copied(p.relative_to(root))):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -54,7 +63,7 @@ def shipped_workspace(name: str = "demo") -> Path:
         return target
     staging = target.with_name(f"{name}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging, ignore=shutil.ignore_patterns("__pycache__", ".toolcrib"))
+    shutil.copytree(source, staging, ignore=shutil.ignore_patterns(*NOT_COPIED))
     old_state = target / ".toolcrib"
     if old_state.exists():  # keep audit records and approvals across upgrades
         shutil.move(str(old_state), staging / ".toolcrib")
@@ -64,8 +73,31 @@ def shipped_workspace(name: str = "demo") -> Path:
     return target
 
 
+def template_of(root: Path) -> str | None:
+    """The name of the shipped template ``root`` is or lies in (inside the package), else None."""
+    resolved = root.resolve()
+    for name, source in TEMPLATES.items():
+        folder = source.resolve()
+        if resolved == folder or folder in resolved.parents:
+            return name
+    return None
+
+
+def default_root() -> Path:
+    """The folder a command opens when given no ``--workspace``: $TOOLCRIB_WORKSPACE, else the demo's copy
+    (not copied here: nothing is written)."""
+    chosen = os.environ.get(WORKSPACE_ENV)
+    if chosen:
+        root = Path(chosen).expanduser().resolve()
+        root = root.parent if root.is_file() else root
+        shipped = template_of(root)
+        return data_home() / shipped if shipped else root
+    return data_home() / "demo"
+
+
 def resolve_workspace(path: str | Path | None, *, template: str = "") -> Path:
-    """Explicit path, else the shipped ``template`` when one is named, else $TOOLCRIB_WORKSPACE, else the demo."""
+    """Explicit path, else the shipped ``template`` when one is named, else $TOOLCRIB_WORKSPACE, else the demo;
+    a path into a shipped template is its writable copy."""
     chosen = path or (None if template else os.environ.get(WORKSPACE_ENV))
     if chosen:
         root = Path(chosen).expanduser().resolve()
@@ -74,5 +106,6 @@ def resolve_workspace(path: str | Path | None, *, template: str = "") -> Path:
         if not (root / CONFIG_NAME).exists():
             raise ConfigError(f"no {CONFIG_NAME} in {root}; pass --workspace PATH or set {WORKSPACE_ENV}",
                               file=str(root / CONFIG_NAME))
-        return root
+        shipped = template_of(root)
+        return shipped_workspace(shipped) if shipped else root  # never the package's own folder
     return shipped_workspace(template or "demo")

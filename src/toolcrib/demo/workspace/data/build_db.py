@@ -60,5 +60,6 @@ if __name__ == "__main__":
     import sys
 
     args = [a for a in sys.argv[1:] if a != "--reset"]
-    out = Path(args[0]) if args else Path(__file__).with_name("demo.sqlite")
-    print(build_database(out, reset="--reset" in sys.argv[1:]))
+    if not args:  # never beside this file: the package's template is read-only, copies build their own
+        sys.exit("usage: python -m toolcrib.demo.workspace.data.build_db TARGET.sqlite [--reset]")
+    print(build_database(Path(args[0]), reset="--reset" in sys.argv[1:]))

@@ -1,0 +1,80 @@
+"""The interactive API docs at ``/docs`` in a real browser (Debian's Chromium, driven by Playwright) against a
+real ``toolcrib serve`` process on loopback: a newcomer clicks Authorize, pastes an API key from the key
+store, tries ``POST /v1/ask`` and gets an answer, over a private copy of the demo and the deterministic desk
+model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, expect, sync_playwright
+
+from fakes.serving import serving
+from toolcrib.auth.credentials import service_store
+from toolcrib.workspace import Workspace
+from toolcrib.workspace.locate import DEMO_SOURCE
+
+pytest.importorskip("fastapi_offline")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+WAIT_MS = 20_000
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A ``toolcrib serve`` URL and an API key for alice, made with the workspace's key store."""
+    workspace = tmp_path / "demo"
+    shutil.copytree(DEMO_SOURCE, workspace, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
+    store = service_store(Workspace.open(workspace))
+    key = store.create_key("alice")[1]
+    store.close()
+    with serving(workspace, tmp_path / "serve.log") as url:
+        yield url, key
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is not installed (scripts/setup.sh installs Debian's chromium package as root)")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.mark.timeout(120)
+def test_swagger_ui_authorizes_with_an_api_key_and_asks(browser: Browser, served: tuple[str, str]) -> None:
+    url, key = served
+    expect.set_options(timeout=WAIT_MS)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    outside: list[str] = []
+    page.on("request", lambda req: None if req.url.startswith((url + "/", "data:")) else outside.append(req.url))
+    page.goto(url + "/docs")
+
+    page.locator(".auth-wrapper .authorize").click()  # the Authorize button, there because a scheme is declared
+    dialog = page.locator(".modal-ux")
+    dialog.locator("#auth-bearer-value").fill(key)  # the bearer scheme's Value
+    dialog.get_by_role("button", name="Apply credentials").click()
+    dialog.get_by_role("button", name="Close").click()
+
+    ask = page.locator("#operations-runs-ask_v1_ask_post")
+    ask.locator(".opblock-summary").first.click()
+    ask.get_by_role("button", name="Try it out").click()
+    ask.locator("textarea.body-param__text").fill(json.dumps({"question": "What does part HLV-2205 cost?"}))
+    ask.get_by_role("button", name="Execute").click()
+
+    live = ask.locator(".live-responses-table")
+    expect(live.locator("tbody .response-col_status")).to_have_text("200")
+    expect(live.locator("tbody .response-col_description")).to_contain_text("$52.00")
+    expect(ask.locator(".curl")).to_contain_text("Authorization: Bearer")
+    assert not outside, outside  # the docs work offline
+    context.close()
