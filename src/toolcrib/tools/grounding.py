@@ -98,9 +98,8 @@ def _whole(needle: str, haystack: str) -> bool:
         end = start + len(needle)
         before = haystack[start - 1] if start else " "
         after = haystack[end] if end < len(haystack) else " "
-        inside_number = (before in ".," and start > 1 and haystack[start - 2].isdigit()) or (
-            after in ".," and end + 1 < len(haystack) and haystack[end + 1].isdigit())
-        if not ((edge_word[0] and before.isalnum()) or (edge_word[1] and after.isalnum()) or inside_number):
+        if not ((edge_word[0] and before.isalnum()) or (edge_word[1] and after.isalnum())
+                or _inside_number(haystack, start, end)):
             return True
         start = haystack.find(needle, start + 1)
     return False
@@ -251,7 +250,15 @@ def _shaped(shape: str) -> re.Pattern[str]:
 def identifiers(text: str, shape: str) -> list[str]:
     """The tokens of ``text`` that match ``shape`` (a regular expression for a whole token), in order,
     without the plain words among them (a lone "I", a capital opening a sentence)."""
-    return [m.group(0) for m in _shaped(shape).finditer(text) if not _is_word(m.group(0), text, m.start())]
+    return [m.group(0) for m in _shaped(shape).finditer(text)
+            if not _is_word(m.group(0), text, m.start()) and not _inside_number(text, m.start(), m.end())]
+
+
+def _inside_number(text: str, start: int, end: int) -> bool:
+    """``text[start:end]`` is part of a longer number ("212500" of "212500.0", "500" of "1,500"): not a
+    value of its own, as an identifier or as a figure."""
+    return ((start > 1 and text[start - 1] in ".," and text[start - 2].isdigit())
+            or (end + 1 < len(text) and text[end] in ".," and text[end + 1].isdigit()))
 
 
 def _scalars(value: Any) -> Iterable[Any]:
