@@ -74,3 +74,26 @@ def test_a_config_that_sets_them_gets_no_warning(ws: Path) -> None:
     result = CliRunner().invoke(main, ["tools", "--workspace", str(ws)])
     assert result.exit_code == 0, result.output
     assert "warning" not in result.stderr
+
+
+def test_a_long_tool_description_is_cut_at_a_word_with_an_ellipsis(tmp_path: Path) -> None:
+    long = ("Search the catalogue of replacement parts by their supplier reference and return availability "
+            "per warehouse")
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    (shop / "tools.py").write_text(f'''from toolcrib import tool
+
+
+@tool(description="{long}")
+def find_part(reference: str) -> dict:
+    return {{}}
+''', encoding="utf-8")
+    (shop / "toolcrib.toml").write_text('[model]\nspec = "local"\n[tools]\nmodules = ["tools.py"]\n'
+                                        '[groups.staff]\ntools = ["*"]\n[users.me]\ngroups = ["staff"]\n',
+                                        encoding="utf-8")
+    result = CliRunner().invoke(main, ["tools", "--workspace", str(shop), "--user", "me"])
+    assert result.exit_code == 0, result.output
+    [line] = [x for x in result.stdout.splitlines() if "find_part" in x]
+    shown = line.split("READ", 1)[1].strip()
+    assert shown.endswith("…") and len(shown) <= 70, shown
+    assert long.startswith(shown[:-1]) and long[len(shown) - 1] == " ", "cut inside a word"

@@ -5,6 +5,11 @@ example whose result changes fails. Shell blocks run in a fresh folder, page by 
 the page asks the reader to save (a block with ``title="path"``) are written there. A block marked
 ``test="skip"`` is not run: it needs a server, a key, a network or minutes of set-up, and is covered
 elsewhere (the Quick start by CI; the service commands by ``tests/test_docs_get_started.py``).
+
+A ``console`` block shows commands (``$ toolcrib ...``) with what each prints: each runs in turn, in the
+page's folder, and its output (stdout and stderr, as a terminal shows them) must be the one shown, once run
+ids, proposal ids, trace ids, timings and the folders above the workspace are set aside. An id a command
+printed stands, in the commands after it, for the one the page shows in its place.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ def pages_with_shell() -> Iterator[object]:
 
 
 def runnable(block: Block) -> bool:
-    return block.language in ("bash", "sh", "console") and not block.skipped and not block.body.startswith(QUICK_START)
+    return block.language in ("bash", "sh") and not block.skipped and not block.body.startswith(QUICK_START)
 
 
 def write_files(page: Path, folder: Path) -> None:
@@ -118,6 +123,80 @@ def test_shell_examples(page: Path, tmp_path: Path) -> None:
         if following is not None and following.language == "text":  # the output the page shows: its first line
             shown = following.body.splitlines()[0].strip()
             assert shown in done.stdout, f"{page.name}: {block.body}: the page shows {shown!r}; got\n{done.stdout}"
+
+
+# A tutorial's pages build on each other: a page starts with the files the pages before it asked to save.
+SERIES = ("get-started/first-tool.md", "get-started/first-approval.md")
+# What differs between runs: trace ids, proposal ids, run ids, timings; the folders above a workspace.
+IDS = re.compile(r"\b(?:\d{8}T\d{6}-[0-9a-f]{8}|prop_[0-9a-f]{16}|[0-9a-f]{12})\b")
+TIMINGS = re.compile(r"\b\d+(?:\.\d+)?(?:ms|s)\b")
+FOLDERS = re.compile(r"(?<![\w.~])/(?:[^\s/`'\"]+/)+(?=[^\s/`'\"]+)")
+
+
+@dataclass
+class Command:
+    line: str
+    shown: str
+
+
+def console_commands(block: Block) -> list[Command]:
+    """The ``$ ...`` lines of a console block, each with the output shown under it."""
+    commands: list[Command] = []
+    for line in block.body.splitlines():
+        if line.startswith("$ "):
+            commands.append(Command(line[2:], ""))
+        else:
+            assert commands, f"output before any command: {line!r}"
+            commands[-1].shown += line + "\n"
+    return commands
+
+
+def normalised(output: str) -> str:
+    text = FOLDERS.sub("…/", TIMINGS.sub("T", IDS.sub("ID", output)))
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
+
+
+def pages_with_console() -> Iterator[object]:
+    for page in sorted(DOCS.rglob("*.md")):
+        if any(b.language == "console" for b in blocks(page)):
+            yield pytest.param(page, id=page.relative_to(DOCS).as_posix())
+
+
+@pytest.mark.parametrize("page", list(pages_with_console()))
+def test_console_examples(page: Path, tmp_path: Path) -> None:
+    """A page's console blocks, command by command, print what the page shows under each command."""
+    name = page.relative_to(DOCS).as_posix()
+    for earlier in SERIES[:SERIES.index(name)] if name in SERIES else ():
+        write_files(DOCS / earlier, tmp_path)
+    write_files(page, tmp_path)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               TOOLCRIB_HOME=str(tmp_path / ".home"))
+    env.pop("TOOLCRIB_WORKSPACE", None)
+    printed: dict[str, str] = {}  # an id the page shows -> the one this run printed in its place
+    for block in blocks(page):
+        if block.language != "console":
+            continue
+        for command in console_commands(block):
+            line = command.line
+            for shown_id, real_id in printed.items():
+                line = line.replace(shown_id, real_id)
+            done = subprocess.run(["bash", "-euo", "pipefail", "-c", line], cwd=tmp_path, env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+            assert done.returncode == 0, f"{name}: $ {line}\n{done.stdout}"
+            assert normalised(done.stdout) == normalised(command.shown), (
+                f"{name}: $ {command.line}\nthe page shows:\n{command.shown}\nit prints:\n{done.stdout}")
+            shown_ids, real_ids = IDS.findall(command.shown), IDS.findall(done.stdout)
+            printed.update(zip(shown_ids, real_ids, strict=True))
+
+
+def test_a_console_output_is_compared_without_what_differs_between_runs() -> None:
+    shown = "[paused; trace 20261206T201254-6df09980; 0.0s; `toolcrib trace 20261206T201254-6df09980 --workspace " \
+            "/home/you/my-shop` shows every step]\nrun ae09cb60df6e, proposal prop_a9ed5bc3f103177a, 12ms\n"
+    printed = shown.replace("/home/you", "/tmp/pytest-7/test_x0").replace("ae09cb60df6e", "0123456789ab") \
+        .replace("0.0s", "1.4s").replace("12ms", "3ms").replace("a9ed5bc3f103177a", "00000000ffffffff")
+    assert normalised(printed) == normalised(shown)
+    assert normalised(printed.replace("paused", "answered")) != normalised(shown)
+    assert normalised(shown.replace("my-shop", "other")) != normalised(shown)
 
 
 def test_every_fence_is_one_the_site_renders() -> None:

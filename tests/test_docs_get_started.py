@@ -2,7 +2,8 @@
 approval* ask the reader to save, exactly as the pages show them; the page's own commands to make keys and
 start ``toolcrib serve``; then, in a real browser (Debian's Chromium, driven by Playwright), the question the
 page suggests, the call held, an approval on the approvals page, and the run resumed to its answer, with the
-order written once and only after the approval."""
+order written once and only after the approval. ``TOOLCRIB_SCREENSHOT=1`` also writes the approver's view of the
+held call to ``docs/assets/screens/first-approval.png``, the picture *Your first approval* shows."""
 
 from __future__ import annotations
 
@@ -93,6 +94,8 @@ def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(
         expect(card.get_by_test_id("effect")).to_have_text("write")
         expect(card.locator("[data-testid=arg-row][data-argument=sku] [data-testid=arg-source]")).to_have_text(
             "user request")
+        shots = ROOT / "docs" / "assets" / "screens" if os.environ.get("TOOLCRIB_SCREENSHOT") == "1" else tmp_path
+        sam.screenshot(path=str(shots / "first-approval.png"))
         card.get_by_role("button", name="Approve").click()
         expect(sam.get_by_test_id("approvals-empty")).to_be_visible()
 

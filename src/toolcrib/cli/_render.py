@@ -17,6 +17,17 @@ _COLOURS = {"model": "cyan", "code": "white", "policy": "yellow", "human": "mage
             "provider": "green"}
 
 
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line in at most ``width`` characters: cut at a word boundary, ending with "…" when cut."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1]  # room for the ellipsis
+    if text[width - 1] != " " and " " in cut:  # the cut falls inside a word: drop that word
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:.-") + "…"
+
+
 def trace_command(trace_id: str, root: Path) -> str:
     """The command that shows a run's trace, with ``--workspace`` unless ``root`` is the one a command
     opens by default, so that it works when pasted."""
@@ -32,7 +43,7 @@ def render_answer(answer: Answer, root: Path) -> None:
     if answer.citations:
         click.echo("\nSources:")
         for c in answer.citations:
-            click.echo(f"  [{c.id}] {c.source}: {c.snippet[:110]}")
+            click.echo(f"  [{c.id}] {c.source}: {shorten(c.snippet, 110)}")
     for flag in answer.flags:
         click.secho(f"note: {flag}", fg="yellow")
     for r in answer.refused:

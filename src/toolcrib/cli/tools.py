@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from toolcrib.cli._render import shorten
 from toolcrib.cli._support import controlled, open_workspace, user_option, workspace_option
 
 
@@ -28,7 +29,7 @@ def tools_cmd(user: str | None, as_json: bool, workspace: Path | None) -> None:
     click.echo(f"Tools offered to {principal.user_id} (groups: {', '.join(sorted(principal.groups)) or '-'}):")
     for t in offered:
         needs = "  (needs approval)" if t.effect.value != "read" else ""
-        click.echo(f"  {t.name:<26} {t.effect.value.upper():<8} {t.description.split('. ')[0][:70]}{needs}")
+        click.echo(f"  {t.name:<26} {t.effect.value.upper():<8} {shorten(t.description.split('. ')[0], 70)}{needs}")
     missing = dict(ws.unavailable)
     for name in _OPTIONAL_BUILTINS:
         if name not in ws.config.tools.builtin:

@@ -59,6 +59,13 @@ def _reply_to_completion(reply: Any, index: int, source: str) -> Completion:
                       file=source)
 
 
+def _same_turn(message: Message, reply: Completion) -> bool:
+    """Whether an assistant turn is this reply: the same calls (by id and name), or the same text."""
+    if reply.tool_calls:
+        return [(c.id, c.name) for c in message.tool_calls] == [(c.id, c.name) for c in reply.tool_calls]
+    return not message.tool_calls and bool(reply.text) and message.content == reply.text
+
+
 def _profile(profile: ModelProfile | Mapping[str, Any] | None, base: ModelProfile, source: str) -> ModelProfile:
     """A fake's profile: given, or a script's ``profile`` table over its class's."""
     if isinstance(profile, ModelProfile):
@@ -70,6 +77,10 @@ def _profile(profile: ModelProfile | Mapping[str, Any] | None, base: ModelProfil
 
 class ScriptedModel(SyncModel):
     """Returns queued replies in order and records every request it was given.
+
+    The next reply is the one after those already in the conversation it is given (its replies found among
+    the assistant turns) or after those it gave itself, whichever is further: a run resumed in a new process
+    (a ``scripted:FILE`` model is made afresh there) goes on where the script stopped, not from its start.
 
     A reply is a string (a text answer) or ``{"tool_calls": [{"name", "arguments"}], "text"?}``; the
     same list, in a JSON or YAML file, is the ``scripted:FILE`` model spec.
@@ -102,6 +113,7 @@ class ScriptedModel(SyncModel):
         self.replies = [_reply_to_completion(r, i, source) for i, r in enumerate(replies)]
         self.requests: list[tuple[list[Message], list[ToolSpec] | None]] = []
         self.source = source
+        self._next = 0  # the reply the next request gets, unless its conversation is further on
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
@@ -132,11 +144,12 @@ class ScriptedModel(SyncModel):
 
     @property
     def remaining(self) -> int:
-        return len(self.replies) - len(self.requests)
+        return len(self.replies) - self._next
 
     def complete_sync(self, messages: list[Message], tools: list[ToolSpec] | None,
                       settings: ModelSettings) -> Completion:
-        index = len(self.requests)
+        index = max(self._next, self._reached(messages))
+        self._next = index + 1
         # recorded as the model may use them: with tool_choice "none", no tool
         self.requests.append((list(messages), list(tools) if tools is not None and settings.choice != "none" else None))
         if index >= len(self.replies):
@@ -146,6 +159,18 @@ class ScriptedModel(SyncModel):
             # a model offered no tools cannot call one: the script's call becomes text, as a real API would
             return Completion(text=reply.text, model=self.name)
         return reply
+
+    def _reached(self, messages: list[Message]) -> int:
+        """How far the script is in ``messages``: one past the last of its replies found there, in order
+        (the runner adds assistant turns of its own, so turns are matched, not counted)."""
+        reached = 0
+        for m in messages:
+            if m.role != "assistant":
+                continue
+            found = next((i for i in range(reached, len(self.replies)) if _same_turn(m, self.replies[i])), None)
+            if found is not None:
+                reached = found + 1
+        return reached
 
     def assert_complete(self) -> None:
         """Fail if any scripted reply was never asked for."""
