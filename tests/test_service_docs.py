@@ -1,11 +1,12 @@
 """The interactive API docs at ``/docs`` in a real browser (Debian's Chromium, driven by Playwright) against a
 real ``toolcrib serve`` process on loopback: a newcomer clicks Authorize, pastes an API key from the key
 store, tries ``POST /v1/ask`` and gets an answer, over a private copy of the demo and the deterministic desk
-model."""
+model. ``TOOLCRIB_SCREENSHOT=1`` also writes that view to ``docs/assets/screens/api-docs-authorized.png``."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,7 +52,8 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.mark.timeout(120)
-def test_swagger_ui_authorizes_with_an_api_key_and_asks(browser: Browser, served: tuple[str, str]) -> None:
+def test_swagger_ui_authorizes_with_an_api_key_and_asks(browser: Browser, served: tuple[str, str],
+                                                        tmp_path: Path) -> None:
     url, key = served
     expect.set_options(timeout=WAIT_MS)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -77,4 +79,8 @@ def test_swagger_ui_authorizes_with_an_api_key_and_asks(browser: Browser, served
     expect(live.locator("tbody .response-col_description")).to_contain_text("$52.00")
     expect(ask.locator(".curl")).to_contain_text("Authorization: Bearer")
     assert not outside, outside  # the docs work offline
+    root = Path(__file__).resolve().parents[1]  # TOOLCRIB_SCREENSHOT=1: the picture the HTTP reference shows
+    shots = root / "docs" / "assets" / "screens" if os.environ.get("TOOLCRIB_SCREENSHOT") == "1" else tmp_path
+    live.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "api-docs-authorized.png"), mask=[ask.locator(".curl")])  # the key: hidden
     context.close()
