@@ -77,7 +77,7 @@ def test_stats_command_prints_the_table_and_the_warning(tmp_path: Path) -> None:
     assert "2026-11-22" in out.output and "lookup_stock" in out.output
     assert "WARNING: tool-call rate fell" in out.output and "stale tool description" in out.output
     as_json = CliRunner().invoke(main, ["stats", "-w", str(root), "--json"])
-    assert json.loads(as_json.output)["falling_tool_call_rate"]["rate"] < 0.5
+    assert json.loads(as_json.stdout)["falling_tool_call_rate"]["rate"] < 0.5
 
 
 def test_a_trace_from_before_typed_events_is_counted_unreadable_not_misread(tmp_path: Path) -> None:
