@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,7 +32,7 @@ from toolcrib.trace.tracer import TraceExporter, json_bytes
 from toolcrib.workspace import Workspace
 
 log = logging.getLogger("toolcrib.service")
-Job = Callable[[Runner, Sequence[TraceExporter]], Awaitable[Answer]]
+Job = Callable[[Runner, Sequence[TraceExporter]], Answer]
 
 
 class Service:
@@ -52,7 +53,7 @@ class Service:
         self.shared_model: Model | None = probe if isinstance(probe, Loadable) else None  # one engine per process
         slots = cfg.model_slots or (1 if self.shared_model is not None else 8)
         self.slots = RunSlots(slots, cfg.queue, cfg.runs_per_user, cfg.queue_wait_s)
-        self._running: set[asyncio.Task[Answer]] = set()  # held until each ends: the loop keeps weak refs
+        self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="toolcrib-run")
         self.metrics = Metrics()
         self.ready = self.shared_model is None
         self.load_error = ""
@@ -63,7 +64,7 @@ class Service:
         model = self.shared_model
         try:
             if isinstance(model, Loadable):
-                await asyncio.to_thread(model.load)
+                await asyncio.get_running_loop().run_in_executor(self.pool, model.load)
             if self.ws.config.service.index_on_start and "vector_search" in self.ws.config.tools.builtin:
                 await asyncio.to_thread(self.ws.ensure_index)
         except Exception as exc:  # /readyz reports it; the process stays up for health checks and approvals
@@ -72,7 +73,7 @@ class Service:
             return
         self.ready = True
         if self.ws.config.service.warm_on_start and isinstance(model, Prefillable):
-            await asyncio.to_thread(self._warm)  # questions take the model between offers
+            await asyncio.to_thread(self._warm)  # not in the run pool: questions take the model between offers
 
     def _warm(self) -> None:
         """``toolcrib warm`` for every configured user, in the workspace's mode; a failure is logged, not fatal."""
@@ -94,8 +95,7 @@ class Service:
                 log.exception("sweeping expired proposals failed")
 
     def close(self) -> None:
-        for task in self._running:
-            task.cancel()
+        self.pool.shutdown(wait=False, cancel_futures=True)
         self.desk.close()
         self.store.close()
         self.runs.close()
@@ -119,23 +119,24 @@ class Service:
         return self.ws.runner(model, mode=mode, gate=self.gate)
 
     async def _start(self, principal: Principal, job: Job, mode: Literal["single", "loop"] | None,
-                     exporters: Sequence[TraceExporter]) -> asyncio.Task[Answer]:
-        """Start ``job`` as a task on this event loop once a slot is free (the run awaits the model and its
-        tools; a blocking backend's reply and a blocking tool run in a worker thread); the slot is
-        released when the run ends, even if the client has gone (the run still finishes and is recorded)."""
+                     exporters: Sequence[TraceExporter]) -> asyncio.Future[Answer]:
+        """Start ``job`` on the run pool once a slot is free, with a runner made there (making one reads
+        the model spec's files: off the event loop); the slot is released when the run ends, even if the
+        client has gone (the run still finishes and is recorded). Not a task on the event loop: a run's
+        store writes (the audit's PostgreSQL appends, approvals, the run record) block, and one waiting on a
+        locked table would stall every request of the process (benchmarks/chaos.py's approval phase timed
+        out 3 of 5 times that way, 0 of 5 here)."""
         await self.limit_rate(principal)
         await self.slots.acquire(principal.user_id)
-        try:
-            task = asyncio.ensure_future(job(self._runner(mode), exporters))
-        except BaseException:
-            self.slots.release(principal.user_id)
-            raise
-        self._running.add(task)
-        task.add_done_callback(lambda t: self._ended(principal.user_id, t))
-        return task
 
-    def _ended(self, user: str, future: asyncio.Task[Answer]) -> None:
-        self._running.discard(future)
+        def run() -> Answer:
+            return job(self._runner(mode), exporters)
+
+        future = asyncio.get_running_loop().run_in_executor(self.pool, run)
+        future.add_done_callback(lambda f: self._ended(principal.user_id, f))
+        return future
+
+    def _ended(self, user: str, future: asyncio.Future[Answer]) -> None:
         self.slots.release(user)
         if future.cancelled() or future.exception() is not None:
             self.metrics.inc("toolcrib_runs_total", "Runs ended, by outcome.", outcome="error")

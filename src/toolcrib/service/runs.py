@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -45,8 +45,8 @@ async def ask(body: AskRequest, request: Request, principal: Caller, svc: Served
         raise ModelFacingError(f"the question is over {svc.ws.config.service.max_question_chars} characters",
                                code="too_long")
 
-    def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Awaitable[Answer]:
-        return runner.aask(body.question, principal, mode=body.mode, exporters=exporters)
+    def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Answer:
+        return runner.ask(body.question, principal, mode=body.mode, exporters=exporters)
 
     return await svc.respond(request, principal, job, body.mode)
 
@@ -82,7 +82,7 @@ async def resume(run_id: str, request: Request, principal: Caller, svc: Served) 
     if record is None or record.user_id != principal.user_id or record.paused is None:
         raise NotFound(f"no paused run '{run_id}'")
 
-    def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Awaitable[Answer]:
-        return runner.aresume(run_id, principal, exporters=exporters)
+    def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Answer:
+        return runner.resume(run_id, principal, exporters=exporters)
 
     return await svc.respond(request, principal, job)
