@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
+from fakes.chromium import chromium
 from fakes.serving import serving
 from toolcrib.auth.credentials import service_store
 from toolcrib.workspace import Workspace
@@ -21,9 +22,6 @@ from toolcrib.workspace.locate import DEMO_SOURCE
 
 pytest.importorskip("fastapi_offline")
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
 WAIT_MS = 20_000
 
 
@@ -41,14 +39,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed (scripts/setup.sh installs Debian's chromium package as root)")
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.mark.timeout(120)

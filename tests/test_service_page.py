@@ -17,15 +17,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect
 
+from fakes.chromium import chromium
 from fakes.serving import create_keys, serving, toolcrib_command
 from toolcrib.workspace.locate import DEMO_SOURCE
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
 PRICE = "What does part HLV-2205 cost?"
 RESERVE = "Please reserve 3 F2 filters"
 RESERVE_REJECTED = "Please reserve 2 F1 filters"
@@ -60,14 +58,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed (scripts/setup.sh installs Debian's chromium package as root)")
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 class Session:
