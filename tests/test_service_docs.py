@@ -18,7 +18,7 @@ from fakes.chromium import chromium
 from fakes.serving import serving
 from toolcrib.auth.credentials import service_store
 from toolcrib.workspace import Workspace
-from toolcrib.workspace.locate import DEMO_SOURCE
+from toolcrib.workspace.locate import DEMO_SOURCE, NOT_COPIED
 
 pytest.importorskip("fastapi_offline")
 
@@ -29,7 +29,7 @@ WAIT_MS = 20_000
 def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A ``toolcrib serve`` URL and an API key for alice, made with the workspace's key store."""
     workspace = tmp_path / "demo"
-    shutil.copytree(DEMO_SOURCE, workspace, ignore=shutil.ignore_patterns(".toolcrib", "__pycache__", "*.sqlite"))
+    shutil.copytree(DEMO_SOURCE, workspace, ignore=shutil.ignore_patterns(*NOT_COPIED))
     store = service_store(Workspace.open(workspace))
     key = store.create_key("alice")[1]
     store.close()
