@@ -20,6 +20,8 @@ from toolcrib.cli import main
 from toolcrib.desk import ApprovalDesk
 from toolcrib.models.base import Completion, Message, ToolSpec
 from toolcrib.models.scripted import FunctionModel
+from toolcrib.policy.principal import Principal
+from toolcrib.policy.proposals import Review
 from toolcrib.workspace import Workspace
 
 BIG = "Please reserve 300 F2 filters"
@@ -219,3 +221,16 @@ def test_the_models_next_turn_reads_what_the_approver_decided_and_why(tmp_path: 
     else:
         assert shown["error"]["decision"] == {"by": "ada", "reason": "only 5 in stock"}
         assert shown["error"]["message"] == 'the proposal was rejected by ada: "only 5 in stock"'
+
+
+def test_the_approvers_list_shows_warned_proposals_first(svc: Service) -> None:
+    _, plain = held(svc)
+    store = svc.ws.approvals()
+    original = store.get(plain["id"])
+    assert original is not None and not original.review.warnings
+    warned = store.propose(original.tool, {**original.arguments, "quantity": 2},
+                           Principal(original.requester, tenant=original.tenant), original.policy_version,
+                           original.resource_version, review=Review(BIG, {}, [
+                               'quantity 2 comes from an instruction in content others wrote: "Please reserve 2"']))
+    listed = [p["id"] for p in svc.client.get("/v1/proposals", headers=svc.as_("ada")).json()]
+    assert listed.index(warned.id) < listed.index(plain["id"])

@@ -81,11 +81,13 @@ class ApprovalDesk:
                 and not (self.ws.config.policy.separation_of_duties and approver.user_id == proposal.requester))
 
     def pending(self, approver: Principal | None = None) -> list[dict[str, Any]]:
-        """Pending proposals, oldest first: all of them (an operator at the console), or those ``approver``
-        may decide on."""
+        """Pending proposals, those with a warning first, each part oldest first: all of them (an operator at
+        the console), or those ``approver`` may decide on."""
         if approver is None:
-            return [self.view(p) for p in self.approvals.pending()]
-        return [self.view(p) for p in self.approvals.pending(approver.tenant) if self.may_decide(p, approver)]
+            proposals = self.approvals.pending()
+        else:
+            proposals = [p for p in self.approvals.pending(approver.tenant) if self.may_decide(p, approver)]
+        return [self.view(p) for p in sorted(proposals, key=lambda p: not p.review.warnings)]
 
     def visible(self, proposal_id: str, who: Principal) -> Proposal | None:
         """The proposal, if ``who`` may see it (its requester, or someone who may decide on it); None
@@ -164,7 +166,8 @@ class ApprovalDesk:
             source = [f"approver {approver.user_id}"]
             # the changed values come from the approver; warnings about the values they replaced no longer apply
             review = Review(proposal.review.question, {**proposal.review.provenance, **dict.fromkeys(changed, source)},
-                            [w for w in proposal.review.warnings if not any(n in w for n in changed)])
+                            [w for w in proposal.review.warnings if not any(n in w for n in changed)],
+                            proposal.review.checks)
             edited, approval = self.approvals.edit(
                 proposal_id, approver, values, version, review, reason=reason,
                 ttl_s=self.ws.config.policy.approval_ttl_s,

@@ -15,6 +15,7 @@ held for approval like any proposal; calling the tool again with the same argume
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import uuid
@@ -64,7 +65,7 @@ class MCPGate(Gate):
 
     def review(self, tool: Tool, values: Any, cctx: CallContext) -> Review:
         review = super().review(tool, values, cctx)
-        return Review(review.question, review.provenance, [UNGROUNDED, *review.warnings])
+        return dataclasses.replace(review, warnings=[UNGROUNDED, *review.warnings])
 
 
 @dataclass

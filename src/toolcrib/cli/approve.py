@@ -14,7 +14,7 @@ import click
 from toolcrib.cli._support import controlled, open_workspace, user_option, workspace_option
 
 
-def _show(row: dict[str, Any]) -> None:
+def _show(row: dict[str, Any], why: bool = False) -> None:
     click.echo(f"{row['id']}  {row['tool']}({json.dumps(row['arguments'], sort_keys=True)})  "
                f"asked by {row['requester']}  resource version {row['resource_version'] or '-'}")
     if row["question"]:
@@ -25,14 +25,17 @@ def _show(row: dict[str, Any]) -> None:
             click.echo(f"    {name} {json.dumps(value)}: {where}")
     for warning in row["warnings"]:
         click.secho(f"    WARNING: {warning}", fg="yellow")
+    for check in row.get("checks", []) if why else []:
+        click.echo(f"    check: {check}")
 
 
-def _list(rows: list[dict[str, Any]], as_json: bool) -> None:
-    """The proposals waiting for a decision, as JSON or one block each."""
+def _list(rows: list[dict[str, Any]], as_json: bool, why: bool = False) -> None:
+    """The proposals waiting for a decision, warned ones first, as JSON or one block each (``why``: with
+    the checks that ran, which say why each was or was not warned)."""
     if as_json or not rows:
         click.echo(json.dumps(rows) if as_json else "No proposals are waiting for approval.")
     for row in [] if as_json else rows:
-        _show(row)
+        _show(row, why)
 
 
 def _changes(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -57,10 +60,12 @@ def _changes(pairs: tuple[str, ...]) -> dict[str, Any]:
               help="Change an argument's value, then approve the changed call (a new proposal; repeatable).")
 @click.option("--reason", default="", help="Why (recorded in the audit; the requester and the model see it).")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--why", is_flag=True, help="In the list: the checks that ran on each proposal (why it was or was not "
+              "warned).")
 @workspace_option
 @controlled
 def approve_cmd(proposal_ids: tuple[str, ...], user: str | None, reject: bool, sets: tuple[str, ...], reason: str,
-                as_json: bool, workspace: Path | None) -> None:
+                as_json: bool, why: bool, workspace: Path | None) -> None:
     """List pending proposals, or approve (or --reject) one or more as USER; --set edits one before approving."""
     from toolcrib.desk import ApprovalDesk
 
@@ -71,7 +76,7 @@ def approve_cmd(proposal_ids: tuple[str, ...], user: str | None, reject: bool, s
     desk = ApprovalDesk(ws)
     if not proposal_ids:
         desk.sweep()  # what expired undecided is recorded (and its webhook told) before the list is shown
-        _list(desk.pending(), as_json)
+        _list(desk.pending(), as_json, why)
         return
     approver = ws.principal(user)
     if len(proposal_ids) > 1:

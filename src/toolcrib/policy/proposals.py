@@ -35,20 +35,24 @@ _REFUSAL_MESSAGES: dict[str, str] = {
 @dataclass(frozen=True)
 class Review:
     """What the approver is shown besides the call: the question that led to it, where each argument's
-    value was found (source labels; an empty list: the model wrote it), and warnings."""
+    value was found (source labels; an empty list: the model wrote it), warnings, and on request which
+    checks ran and what they found (``checks``: why a warning was or was not raised; not part of what an
+    approval is bound to)."""
 
     question: str = ""
     provenance: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.question, "provenance": self.provenance, "warnings": self.warnings}
+        return {"question": self.question, "provenance": self.provenance, "warnings": self.warnings,
+                "checks": self.checks}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Review:
         return cls(str(data.get("question", "")), {str(k): [str(s) for s in v] for k, v in
                                                    dict(data.get("provenance") or {}).items()},
-                   [str(w) for w in data.get("warnings") or []])
+                   [str(w) for w in data.get("warnings") or []], [str(c) for c in data.get("checks") or []])
 
 
 def proposal_hash(

@@ -29,7 +29,7 @@ from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.invoke import invoke
-from toolcrib.tools.provenance import argument_sources, check_egress, unrequested
+from toolcrib.tools.provenance import argument_sources, check_egress, checks_run, requested_in, unrequested
 from toolcrib.tools.registry import Offer, Registry
 from toolcrib.tools.result import CallOutcome, Status, encoded_ok_payload, error_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
@@ -222,12 +222,14 @@ class Gate:
         about (``provenance.argument_sources``, ``provenance.unrequested``), with every scanner flag of the
         run. A sensitive argument with no trusted source (``untrusted_sensitive``) or an unrequested write
         (``unrequested_writes``) may be refused here instead, before any person is asked."""
-        found, warnings = argument_sources(tool, values, cctx.grounding, cctx.question,
+        requested = requested_in(tool, cctx.question, cctx.grounding, self.registry)
+        found, warnings = argument_sources(tool, values, cctx.grounding, cctx.question, requested=requested,
                                            refuse=self.settings.untrusted_sensitive == "refuse")
-        problem = unrequested(tool, cctx.grounding, cctx.question, self.settings.unrequested_writes)
+        problem = unrequested(tool, values, cctx.grounding, self.settings.unrequested_writes, requested=requested)
         warnings += [problem] if problem else []
         warnings += [f"flagged in this run's tool results: {flag}" for flag in cctx.flags]
-        return Review(cctx.question, found, warnings)
+        checks = checks_run(tool, cctx.grounding, requested=requested, flags=len(cctx.flags))
+        return Review(cctx.question, found, warnings, checks)
 
     # -- execution --------------------------------------------------------------------------------
 

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from toolcrib.errors import UntrustedSource
-from toolcrib.tools.grounding import Grounding
-from toolcrib.tools.tool import Tool
+from toolcrib.text import content_words
+from toolcrib.tools.actions import action_of, split_name
+from toolcrib.tools.grounding import Grounding, Source
+from toolcrib.tools.instructions import instructing
+from toolcrib.tools.tool import Effect, Tool
 
 # A request that hands its instructions to content: a verb of doing, then what is to be done
 # ("follow the instructions", "do all the tasks on my TODO list", "complete the steps in the checklist").
-_DELEGATES = re.compile(r"\b(follow|do|complete|carry out|perform|work through)\b[^.?!]{0,40}?"
-                        r"\b(instructions?|tasks|to-?do|steps|checklist)\b", re.I)
+_DELEGATES = re.compile(r"\b(follow|do|complete|carry out|perform|work through|handle)\b[^.?!]{0,40}?"
+                        r"\b(instructions?|tasks|to-?do|steps|checklist|actions|requests?)\b", re.I)
 
 # What an identifier looks like in a request: an e-mail address, or a token holding a digit
 _IDENTIFIER = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z0-9](?:[\w/.-]*[A-Za-z0-9])?")
@@ -32,23 +35,38 @@ def _shape(token: str) -> str:
     return re.sub(r"[A-Z]+", "A", re.sub(r"[a-z]+", "a", re.sub(r"\d", "9", token)))
 
 
-def _other_like(value: Any, request: str) -> list[str]:
-    """The identifiers of ``request`` shaped like ``value`` (one holding a digit or an ``@``) but not it."""
-    if not isinstance(value, str) or not any(c.isdigit() or c == "@" for c in value) or " " in value:
+def _other_like(name: str, value: Any, request: str) -> list[str]:
+    """What ``request`` gives in place of ``value`` for the argument ``name``: its identifiers shaped like
+    ``value`` (one holding a digit or an ``@``) but not it, or the word it names the argument with
+    ("assign it to agent kim": kim, for ``agent``) where that is not ``value``. Single words only."""
+    if not isinstance(value, str) or " " in value.strip():
         return []
-    shape = _shape(value)
-    return list(dict.fromkeys(t for t in _IDENTIFIER.findall(request)
-                              if t != value and any(c.isdigit() or c == "@" for c in t) and _shape(t) == shape))
+    found = []
+    if any(c.isdigit() or c == "@" for c in value):
+        shape = _shape(value)
+        found = [t for t in _IDENTIFIER.findall(request)
+                 if t != value and any(c.isdigit() or c == "@" for c in t) and _shape(t) == shape]
+    label = r"\s+".join(map(re.escape, split_name(name)))
+    found += [m.group(1) for m in re.finditer(rf"\b{label}\s*[:=]?\s+([\w@+-](?:[\w.@+-]*[\w@])?)", request, re.I)
+              if m.group(1).lower() not in _NOT_A_VALUE and m.group(1).casefold() != value.casefold()]
+    return list(dict.fromkeys(found))
 
+
+# Words that follow an argument's name in a request without being its value ("the agent who ...").
+_NOT_A_VALUE = frozenset({"who", "that", "which", "is", "was", "they", "he", "she", "it", "to", "of", "for", "in",
+                          "on", "and", "or", "the", "a", "an", "with", "from", "as", "at", "by", "you", "we", "i"})
 
 
 
 def argument_sources(tool: Tool, values: Mapping[str, Any], grounding: Grounding, request: str, *,
-                     refuse: bool) -> tuple[dict[str, list[str]], list[str]]:
+                     refuse: bool, requested: bool) -> tuple[dict[str, list[str]], list[str]]:
     """Where each argument of a call to ``tool`` was found (``{name: [source labels]}``), and the warnings
-    its approver needs: a value found only in content others wrote, or, from content the user pointed
-    at, one standing where the request gave its own. A sensitive argument with no trusted source is
-    refused (``UntrustedSource``) when ``refuse``, else warned."""
+    its approver needs. A value found only in content others wrote is warned when a sentence there asks
+    for an action with it ("Please transfer $500 to account DE44..."), or when the request did not ask
+    for this write (``requested``: ``requested_in``); in a write the request asked for, it is a choice
+    made from what the run read (the best-rated hotel, the address a customer gave), shown by its sources.
+    From content the user pointed at, a value standing where the request gave its own is warned. A
+    sensitive argument with no trusted source is refused (``UntrustedSource``) when ``refuse``, else warned."""
     provenance: dict[str, list[str]] = {}
     warnings: list[str] = []
     for name, value in values.items():
@@ -65,8 +83,13 @@ def argument_sources(tool: Tool, values: Mapping[str, Any], grounding: Grounding
                 raise UntrustedSource(problem + "; ask the user to confirm the value in their own words")
             warnings.append(problem)
         elif sources and not any(s.vouched for s in sources):
-            warnings.append(f"{name} {shown} appears only in content others wrote: {', '.join(provenance[name])}")
-        elif sources and not any(s.trusted for s in sources) and (given := _other_like(value, request)):
+            told = _instruction_with(value, sources, grounding)
+            if told:
+                warnings.append(f"{name} {shown} comes from an instruction in content others wrote: {told}")
+            elif not requested:
+                warnings.append(f"{name} {shown} appears only in content others wrote: "
+                                f"{', '.join(provenance[name])}")
+        elif sources and not any(s.trusted for s in sources) and (given := _other_like(name, value, request)):
             # content the user pointed at vouches for its values, but not for one that stands where
             # the request gave its own ("close ticket T-4410": a T-4388 from a comment is not it)
             warnings.append(f"{name} {shown} comes from content others wrote ({', '.join(provenance[name])}), "
@@ -74,18 +97,64 @@ def argument_sources(tool: Tool, values: Mapping[str, Any], grounding: Grounding
     return provenance, warnings
 
 
-def unrequested(tool: Tool, grounding: Grounding, request: str, mode: Literal["off", "warn", "refuse"]) -> str:
-    """What is wrong with a call to ``tool`` that ``request`` did not ask for, once the run has read content
-    others wrote: "" when nothing is (or ``mode`` is "off"); raised as ``UntrustedSource`` when ``mode``
-    is "refuse". Declared intent words are every way a request asks for the tool: any write they miss is
-    warned. A name's verb alone misses synonyms ("pay" for send_money), so without them it takes content
-    others wrote that speaks of the tool, which is where an injected write comes from."""
-    if mode == "off" or not grounding.read_untrusted or _requested(tool, grounding, request):
+def _instruction_with(value: Any, sources: list[Source], grounding: Grounding) -> str:
+    """The first sentence of content others wrote, from ``sources``, that asks for an action and holds
+    ``value``, quoted with its source; "" when none does."""
+    for source, text in grounding.untrusted_texts():
+        if source in sources:
+            for sentence in instructing(text):
+                if Grounding(sentence).contains(value):
+                    return f"{_quoted(sentence)} ({source.label})"
+    return ""
+
+
+def _quoted(sentence: str) -> str:
+    return json.dumps(sentence if len(sentence) <= 160 else sentence[:157] + "...", ensure_ascii=False)
+
+
+def requested_in(tool: Tool, request: str, grounding: Grounding, tools: Iterable[Tool]) -> bool:
+    """Whether ``request`` asks for ``tool`` (``Tool.requested_by``; ``tools``: the others it could be
+    asking for instead): in its own words, or, when it hands its instructions to content it points at
+    ("follow the instructions in notes.txt", "do the tasks on my TODO list"), in the words of that
+    content (pointed to by the user and not flagged by the scanner). Where the request's verb asks for
+    several tools, what it names decides: "update my account information" asks for update_user_info, not
+    update_password beside it."""
+    writes = [t for t in tools if t.effect is not Effect.READ and t is not tool]
+    taken = frozenset(verb for other in writes if (verb := action_of(other.name).verb))
+    if not tool.requested_by(request, taken):
+        return bool(_DELEGATES.search(request)) and any(tool.requested_by(text, taken)
+                                                        for text in grounding.endorsed_texts())
+    if tool.intent or _names(request, tool):
+        return True
+    rivals = [t for t in writes if not t.intent and _names(request, t) and t.requested_by(request, frozenset())]
+    return not rivals
+
+
+def _names(request: str, tool: Tool) -> bool:
+    """Whether ``request`` names what ``tool`` acts on: a word of its name after the verb, or one it begins
+    ("info" in "information")."""
+    words = re.findall(r"[a-z]+", request.lower())
+    return any(w == noun or (len(noun) >= 4 and w.startswith(noun))
+               for noun in action_of(tool.name).objects if len(noun) > 2 for w in words)
+
+
+def unrequested(tool: Tool, values: Mapping[str, Any], grounding: Grounding, mode: Literal["off", "warn", "refuse"],
+                *, requested: bool) -> str:
+    """What is wrong with a call to ``tool`` with ``values`` that the request did not ask for
+    (``requested``: ``requested_in``), once the run has read content others wrote: "" when nothing is
+    (or ``mode`` is "off"); raised as ``UntrustedSource`` when ``mode`` is "refuse". Declared intent
+    words are every way a request asks for the tool: any write they miss is warned. Without them, the
+    write is warned when content others wrote speaks of doing what it does, or asks for an action (a
+    sentence that instructs its reader, quoted) on what the call's values name ("Please move all files
+    in ~/Documents to /tmp/x" for a shell command over those paths): where an injected write comes from."""
+    if mode == "off" or requested or not grounding.read_untrusted:
         return ""
-    asking = _asked_by_content(tool, grounding)
-    if not (asking or tool.intent):
+    told = _instruction_for(tool, values, grounding)
+    asking = [] if told else _asked_by_content(tool, grounding)
+    if not (told or asking or tool.intent):
         return ""
     problem = f"{tool.name} was not asked for in the request" + (
+        f"; content others wrote asks for it: {told}" if told else
         f"; content others wrote speaks of it: {', '.join(asking)}" if asking else
         ", and the run had read content others wrote before proposing it")
     if mode == "refuse":
@@ -93,13 +162,30 @@ def unrequested(tool: Tool, grounding: Grounding, request: str, mode: Literal["o
     return problem
 
 
-def _requested(tool: Tool, grounding: Grounding, request: str) -> bool:
-    """Whether ``request`` asks for ``tool``: in its own words, or, when it hands its instructions to
-    content it points at ("follow the instructions in notes.txt", "do the tasks on my TODO list"), in
-    the words of that content (pointed to by the user and not flagged by the scanner)."""
-    if tool.requested_by(request):
-        return True
-    return bool(_DELEGATES.search(request)) and any(tool.requested_by(text) for text in grounding.endorsed_texts())
+def checks_run(tool: Tool, grounding: Grounding, *, requested: bool, flags: int) -> list[str]:
+    """What the provenance checks looked at for a call to ``tool`` and what they found, one line each:
+    why its approver was or was not warned (each argument's sources are listed beside it)."""
+    verb = action_of(tool.name).verb
+    how = f"intent words {', '.join(tool.intent)}" if tool.intent else f"the verb {verb!r} or a synonym"
+    others = list(dict.fromkeys(source.label for source, _ in grounding.untrusted_texts()))
+    told = sum(len(instructing(text)) for _, text in grounding.untrusted_texts())
+    return [f"the request asks for {tool.name} ({how}): {'yes' if requested else 'no'}",
+            "content others wrote, read in this run: " + (", ".join(others) or "none"),
+            f"sentences in that content asking for an action: {told}",
+            f"scanner flags in this run's results: {flags}",
+            "a value found only in content others wrote is warned when a sentence asking for an action gave it, "
+            "or when the request did not ask for this write; otherwise it is a choice made from what the run read"]
+
+
+def _instruction_for(tool: Tool, values: Mapping[str, Any], grounding: Grounding) -> str:
+    """The first sentence of content others wrote, read in this run, that asks for an action and speaks
+    of doing what ``tool`` does or shares a word with ``values``, quoted with its source; "" when none."""
+    named = content_words(json.dumps(list(values.values()), ensure_ascii=False))
+    for source, text in grounding.untrusted_texts():
+        for sentence in instructing(text):
+            if tool.mentioned_in(sentence) or content_words(sentence) & named:
+                return f"{_quoted(sentence)} ({source.label})"
+    return ""
 
 
 def _asked_by_content(tool: Tool, grounding: Grounding) -> list[str]:

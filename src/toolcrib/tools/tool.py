@@ -17,6 +17,7 @@ from pydantic_core import SchemaValidator
 from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.policy.principal import Principal
 from toolcrib.text import stems
+from toolcrib.tools.actions import action_of, asks_for, description_verb, split_name, synonyms
 from toolcrib.tools.arguments import described, dumped, pure_schema, scalar_key, validates_as_python
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.prose import TEXT, holds_prose, split_fields, split_prose
@@ -76,8 +77,8 @@ ResultSources = Callable[[Any], list[tuple[Source, str]]]
 ResultArtifacts = Callable[[Any], list[dict[str, Any]]]
 
 def name_words(name: str) -> list[str]:
-    """``get_most_recent_transactions`` -> get, most, recent, transactions: the verb first."""
-    return re.split(r"[_.\-]", name)
+    """A tool name's words in lower case, in any convention (``getMostRecent``, ``get_most_recent``)."""
+    return list(split_name(name))
 
 
 # Words in tool names that say nothing about what the tool reads.
@@ -186,18 +187,33 @@ class Tool:
     # the shape of each required identifier (None: the tool gave none), for ``reachable``
     _required_shapes: tuple[str | None, ...] = field(default=(), init=False, repr=False, compare=False)
 
-    def requested_by(self, request: str) -> bool:
+    def requested_by(self, request: str, taken: frozenset[str] = frozenset()) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
-        declared words, the first word of its name, its verb: "reserve" for reserve_item. (What it acts
-        on does not ask for it: "refund order O-1" speaks of an order, and asks for no cancel_order.)"""
-        words = self.intent or name_words(self.name)[:1]
-        return bool(stems(" ".join(words)) & stems(request))
+        declared words, the verb of its name or a synonym of it (``tools.actions``: "pay" or "wire" for
+        send_money, "let in" for an unlock, in any naming convention: ``VenmoSendMoney``), or the verb its
+        description starts with. A synonym that is another tool's own verb (``taken``) asks for that tool:
+        "pay the invoice" asks for pay_invoice, not transfer_funds beside it. (What it acts on does not ask
+        for it: "refund order O-1" speaks of an order, and asks for no cancel_order.)"""
+        if self.intent:
+            return bool(stems(" ".join(self.intent)) & stems(request))
+        own = action_of(self.name).verb
+        return asks_for(request, (self.verbs - taken) | {own})
 
     def mentioned_in(self, text: str) -> bool:
         """Whether ``text`` speaks of doing what this tool does: one of its intent words, or, without
-        declared words, a word of its name ("cancel" or "order" for cancel_order), in any form."""
-        words = self.intent or [w for w in name_words(self.name) if len(w) > 2 and w not in _GENERIC]
-        return bool(stems(" ".join(words)) & stems(text))
+        declared words, its verb or a synonym, or a word of its name saying what it acts on ("order" for
+        cancel_order, "lock" for AugustSmartLockUnlockDoor), in any form."""
+        if self.intent:
+            return bool(stems(" ".join(self.intent)) & stems(text))
+        nouns = action_of(self.name).nouns
+        return asks_for(text, self.verbs) or bool(nouns and stems(" ".join(nouns)) & stems(text))
+
+    @property
+    def verbs(self) -> frozenset[str]:
+        """The verbs that ask for this tool: its name's verb and the one its description starts with, with
+        their synonyms."""
+        verb = description_verb(self.description)
+        return action_of(self.name).verbs | (synonyms(verb) if verb else frozenset())
 
     @property
     def summary(self) -> str:

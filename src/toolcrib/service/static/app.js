@@ -809,6 +809,11 @@
         h("strong", { text: p.warnings.length === 1 ? "Warning" : `${p.warnings.length} warnings` }),
         h("ul", {}, p.warnings.map((w) => h("li", { text: w }))))
       : null;
+    const checks = (p.checks || []).length
+      ? h("details", { class: "checks small", "data-testid": "checks" },
+        h("summary", { text: (p.warnings || []).length ? "Which checks ran" : "Why no warning" }),
+        h("ul", {}, p.checks.map((c) => h("li", { text: c }))))
+      : null;
     const errorBox = h("p", { class: "error", role: "alert", "data-testid": "decision-error" });
     const reason = h("input", { type: "text", id: `reason-${p.id}`, maxlength: "2000", "data-testid": "reject-reason",
       autocomplete: "off" });
@@ -868,6 +873,7 @@
         h("thead", {}, h("tr", {}, h("th", { scope: "col", text: "Argument" }), h("th", { scope: "col", text: "Value" }),
           h("th", { scope: "col", text: "Where it came from" }))),
         h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "3", class: "muted", text: "no arguments" })))),
+      checks,
       h("dl", { class: "binding small" },
         h("dt", { text: "What it will change" }),
         h("dd", { "data-testid": "resource-version" },
