@@ -36,6 +36,9 @@ def test_a_verb_asks_only_where_a_verb_stands() -> None:
     assert verbs_in("Make a reservation for two") == {"make", "reserve"}
     assert "pay" not in verbs_in("Adjust my rent payment accordingly") and "pay" in verbs_in("initiate a payment")
     assert verbs_in("Make sure the door is open") == frozenset()
+    # a phrasal verb asks for its lexicon verb, its particle up to three words on; the nearest particle decides
+    assert verbs_in("Let the plumber in at 9") == {"admit"} and verbs_in("let me know what is in it") == {"tell"}
+    assert verbs_in("Get rid of the stale branch") == {"delete"} and verbs_in("Pay Sam back 40") == {"pay"}
 
 
 def test_sentences_that_ask_their_reader_for_an_action() -> None:

@@ -71,6 +71,59 @@ _BEFORE_VERB = frozenset({"please", "kindly", "to", "you", "and", "then", "also"
 # Derived nouns that ask for their verb ("make a reservation", "a booking", "the payment"): verb stem + ending.
 _NOMINAL = ("ation", "ment", "ing", "al", "ion")
 
+# Phrasal verbs: a head and its particle, with up to three words between ("let my cousin in", "hand the
+# keys over", "get rid of"), and the lexicon verb each asks for.
+_PHRASES = (
+    ("let in", "admit"), ("buzz in", "admit"), ("open up", "unlock"), ("let know", "tell"),
+    ("get rid of", "delete"), ("throw away", "delete"), ("throw out", "delete"), ("wipe out", "delete"),
+    ("clean up", "delete"), ("clear out", "delete"), ("cross off", "delete"), ("take down", "remove"),
+    ("take off", "remove"), ("take out", "remove"), ("kick out", "remove"), ("strike off", "remove"),
+    ("hand over", "give"), ("give away", "give"), ("pass on", "forward"), ("pass along", "forward"),
+    ("send over", "send"), ("send along", "send"), ("send off", "send"), ("write back", "reply"),
+    ("get back to", "reply"), ("reach out", "contact"), ("loop in", "add"), ("sign up", "register"),
+    ("sign on", "register"), ("set up", "create"), ("put in", "add"), ("put together", "create"),
+    ("write up", "create"), ("fill in", "update"), ("fill out", "update"), ("bump up", "change"),
+    ("bump down", "change"), ("top up", "pay"), ("pay back", "pay"), ("pay off", "pay"), ("pay out", "pay"),
+    ("shut down", "stop"), ("shut off", "stop"), ("turn off", "switch"), ("turn on", "switch"),
+    ("turn up", "switch"), ("turn down", "switch"), ("switch off", "switch"), ("switch on", "switch"),
+    ("power off", "switch"), ("power on", "switch"), ("power down", "switch"), ("call off", "cancel"),
+    ("back out", "cancel"), ("drop off", "deliver"), ("move up", "reschedule"), ("push back", "postpone"),
+    ("bring forward", "reschedule"), ("pencil in", "schedule"), ("book in", "book"), ("sign off", "approve"),
+    ("hook up", "connect"), ("cut off", "revoke"), ("lock out", "revoke"))
+
+
+def _phrasal_table() -> dict[str, tuple[tuple[tuple[str, ...], str], ...]]:
+    """``_PHRASES`` by head: ``{"let": ((("in",), "admit"), (("know",), "tell"))}``."""
+    table: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {}
+    for phrase, verb in _PHRASES:
+        head, *particle = phrase.split()
+        table[head] = (*table.get(head, ()), (tuple(particle), verb))
+    return table
+
+
+_PHRASAL = _phrasal_table()
+_HEADS = {"got": "get", "gets": "get", "getting": "get", "took": "take", "taken": "take", "taking": "take",
+          "threw": "throw", "thrown": "throw", "gave": "give", "given": "give", "letting": "let", "lets": "let",
+          "handed": "hand", "passed": "pass", "sent": "send", "wrote": "write", "written": "write",
+          "signed": "sign", "put": "put", "putting": "put", "filled": "fill", "bumped": "bump", "paid": "pay",
+          "shut": "shut", "turned": "turn", "switched": "switch", "called": "call", "dropped": "drop",
+          "moved": "move", "pushed": "push", "brought": "bring", "booked": "book", "kicked": "kick",
+          "wiped": "wipe", "cleaned": "clean", "cleared": "clear", "reached": "reach", "topped": "top"}
+
+
+def phrasal_verb(words: list[str], i: int) -> str:
+    """The lexicon verb the phrasal verb headed by ``words[i]`` asks for ("let my cousin in": admit), or
+    "": the nearest particle after the head, at most three words away, decides ("let me know": tell)."""
+    head = _HEADS.get(words[i], words[i])
+    best = ("", 99)
+    for particle, verb in _PHRASAL.get(head, ()):
+        for j in range(i + 1, min(i + 5, len(words))):
+            if tuple(words[j:j + len(particle)]) == particle and j - i < best[1]:
+                best = (verb, j - i)
+                break
+    return best[0]
+
+
 # Words of tool names that say nothing about what is acted on.
 _FILLER = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from",
                      "for", "the", "and", "manager", "system", "tool", "api", "service", "app", "by", "new"})
@@ -162,17 +215,19 @@ def verbs_in(text: str) -> frozenset[str]:
         words = _WORD.findall(clause)
         verb_at = -9  # where the last verb of this clause stood
         for i, word in enumerate(words):
-            base = base_verb(word)
             previous = words[i - 1] if i else ""
-            if base in VERBS:
+            base = base_verb(word)
+            verb = phrasal_verb(words, i) or (base if base in VERBS else "")
+            if verb:
                 where_a_verb_stands = base not in _NOUNS_TOO or not previous or previous in _BEFORE_VERB
                 if where_a_verb_stands and not (base == "make" and words[i + 1:i + 2] == ["sure"]):
-                    found.add(base)
+                    found.add(verb)
                     verb_at = i
             elif word in _LIGHT_UNKNOWN:
                 verb_at = i
-            elif (i == verb_at + 1 or (i == verb_at + 2 and previous in _DETERMINERS)) and (nominal := _nominal(word)):
-                found.add(nominal)
+            elif i == verb_at + 1 or (i == verb_at + 2 and previous in _DETERMINERS):
+                found.add(_nominal(word))
+        found.discard("")
     return frozenset(found)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from toolcrib.tools.actions import VERBS
+from toolcrib.tools.actions import VERBS, phrasal_verb
 
 # Words that address the reader and ask ("please", "could you", "you should", "I need you to").
 _ADDRESSING = re.compile(
@@ -59,4 +59,5 @@ def _opens_with_verb(sentence: str) -> bool:
         words = words[1:]
     if len(words) < 2 or words[1] in (":", "-") or not words[0][0].isalpha():
         return False
-    return words[0].lower() in VERBS
+    lowered = [w.lower() for w in words]
+    return lowered[0] in VERBS or bool(phrasal_verb(lowered, 0))
