@@ -201,7 +201,7 @@ def test_the_models_next_turn_reads_what_the_approver_decided_and_why(tmp_path: 
     ws = Workspace.open(demo_copy(tmp_path))
     runner = ws.runner(FunctionModel(model))
     alice, ada = ws.principal("alice"), ws.principal("ada")
-    paused = runner.ask(BIG, alice)
+    paused = runner.ask(BIG, alice, mode="loop")  # loop mode: the run goes on to the model after the decision
     assert paused.outcome == "paused"
     approvals = ApprovalDesk(ws)
     [proposal] = approvals.pending(ada)
@@ -210,7 +210,12 @@ def test_the_models_next_turn_reads_what_the_approver_decided_and_why(tmp_path: 
     else:
         approvals.decide(proposal["id"], ada, reject=True, reason="only 5 in stock")
     approvals.close()
-    runner.resume(paused.run_id, alice)
+    answer = runner.resume(paused.run_id, alice)
+    # the answer starts with what became of the call, in code's words, whatever the model wrote after it
+    assert answer.text.startswith(
+        'I ran reserve_stock (part_number F2, quantity 3): ada approved it after changing quantity from 300 to 3 '
+        '(reason: "the customer wants 3").' if decision == "edit" else
+        'I did not run reserve_stock (part_number F2, quantity 300): ada rejected it (reason: "only 5 in stock").')
     held, result = [m for m in seen[-1] if m.role == "tool" and m.name == "reserve_stock"]  # held, then decided
     assert "approval_required" in held.content
     shown = json.loads(result.content.split("\n")[1])

@@ -20,7 +20,7 @@ def toolcrib(*args: str) -> str:
     return result.stdout
 
 
-def test_a_resumed_scripted_run_proposes_the_write_once_and_ends_with_the_scripts_answer(
+def test_a_resumed_scripted_run_proposes_the_write_once_and_answers_with_what_ran(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for page in ("first-tool.md", "first-approval.md"):
         write_files(DOCS / "get-started" / page, tmp_path)
@@ -36,7 +36,8 @@ def test_a_resumed_scripted_run_proposes_the_write_once_and_ends_with_the_script
     toolcrib("approve", proposal.group(1), "--workspace", "my-shop", "--user", "sam")
     resumed = toolcrib("ask", "--resume", run.group(1), *model)
 
-    assert resumed.startswith("20 units of MUG-01 are on order [order_stock#1].\n"), resumed
+    assert resumed.startswith("I ran order_stock (sku MUG-01, quantity 20): sam approved it. Result: ordered true, "
+                              "sku MUG-01, quantity 20.\n"), resumed
     assert (tmp_path / "my-shop" / "orders.txt").read_text() == "MUG-01 20\n"
     traces = [re.search(r"trace (\S+);", out) for out in (held, resumed)]
     steps = [toolcrib("trace", t.group(1), "--workspace", "my-shop") for t in traces if t]

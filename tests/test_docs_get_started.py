@@ -100,7 +100,8 @@ def test_following_get_started_reaches_an_approved_call_of_ones_own_tool(
         expect(sam.get_by_test_id("approvals-empty")).to_be_visible()
 
         # Resume: the requester's page continues by itself to the answer the page promises
-        expect(me.get_by_test_id("answer-text")).to_contain_text("20 units of MUG-01 are on order")
+        expect(me.get_by_test_id("answer-text")).to_contain_text(
+            "I ran order_stock (sku MUG-01, quantity 20): sam approved it.")
         expect(me.get_by_test_id("answer-outcome")).to_have_text("Answered")
         assert (tmp_path / "my-shop" / "orders.txt").read_text() == "MUG-01 20\n"
         assert errors == []

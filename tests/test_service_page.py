@@ -162,8 +162,9 @@ def test_a_reservation_waits_for_an_approver_and_the_page_resumes_it(browser: Br
     expect(ada.by("proposal")).to_have_count(0)
     expect(ada.by("approvals-empty")).to_be_visible()
 
-    # Alice's page notices the approval, resumes the run by itself and shows the final answer.
-    expect(alice.by("answer-text")).to_contain_text("The parts are reserved")
+    # Alice's page notices the approval, resumes the run by itself and shows what ran as the answer.
+    expect(alice.by("answer-text")).to_contain_text(
+        "I ran reserve_stock (part_number F2, quantity 3): ada approved it.")
     expect(alice.by("answer-outcome")).to_have_text("Answered")
     expect(alice.by("answer-calls")).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
     approved = alice.page.locator("[data-testid=step][data-kind=call_approved]")
@@ -235,8 +236,9 @@ def test_an_approver_edits_the_quantity_and_the_requesters_page_shows_the_edit(b
     expect(ada.by("decision").first).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
     expect(ada.by("proposal")).to_have_count(0)
 
-    # Alice's page resumes by itself and says what was changed, and by whom.
-    expect(alice.by("answer-text")).to_contain_text("The parts are reserved")
+    # Alice's page resumes by itself and says what was changed, and by whom, in the answer too.
+    expect(alice.by("answer-text")).to_contain_text("ada approved it after changing quantity from")
+    expect(alice.by("answer-text")).to_contain_text('(reason: "The customer wants 3")')
     expect(alice.by("answer-calls")).to_contain_text('reserve_stock(part_number="F2", quantity=3)')
     approved = alice.page.locator("[data-testid=step][data-kind=call_approved]")
     expect(approved.get_by_test_id("step-edit")).to_have_text(

@@ -19,6 +19,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Finish
 from toolcrib.agent.calls import Calls
 from toolcrib.agent.evidence import says_evidence_lacks_it
+from toolcrib.agent.ran import what_ran
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.state import Complete, RunnerSettings, RunState
 from toolcrib.agent.steps import StepId, Steps
@@ -332,12 +333,20 @@ class Call(Node):
 
 
 class Resume(Node):
-    """A resumed run: the approved calls, exactly as proposed."""
+    """A resumed run: the approved calls, exactly as proposed, and what became of them in code's words
+    (``run.ran``). Where the place has an ENDED edge (single mode: its one decision was these calls),
+    that account is the answer; otherwise the run goes on, and the answer starts with it."""
 
     async def __call__(self, run: RunState, place: Place, flow: Flow) -> Edge:
         outcomes = [await flow.calls.gate.run(call, run.cctx, proposal_id=pid) for call, pid in run.approved]
         flow.calls.observe(run, outcomes)
-        return Edge.HELD if _held(outcomes) else Edge.NEXT
+        if _held(outcomes):
+            return Edge.HELD
+        run.ran = what_ran(outcomes)
+        if run.ran and Edge.ENDED in place.edges:
+            run.draft = Finish(run.ran, code_wrote=True)
+            return Edge.ENDED
+        return Edge.NEXT
 
 
 # -- the answer -------------------------------------------------------------------------------------

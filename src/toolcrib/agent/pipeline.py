@@ -62,6 +62,7 @@ from toolcrib.agent.steps import (
     Step,
     StepId,
     UnmentionedName,
+    WhatRan,
 )
 
 STEPS: tuple[Step, ...] = (
@@ -78,6 +79,7 @@ STEPS: tuple[Step, ...] = (
     DocumentSearch(),  # nothing found anything yet
     UnmentionedName(),  # what the request names, nothing found mentions
     QuotedAnswer(),  # the passages' own words
+    WhatRan(),  # a resumed run's answer starts with what its approved calls did
     NamedIdentifiers(),  # a record named without its id gets it
     CapabilitiesNote(),  # tools asked for that the user may not use
 )
@@ -106,7 +108,7 @@ _ANSWER: dict[str, Place] = {
     "respond": Place(Respond(), (), {E.NEXT: "amend", E.LACKING: "abstain"}),
     "abstain": Place(Abstain(), (), {E.NEXT: "amend"}),
     "pause": Place(Pause(), (), {E.NEXT: "amend"}),
-    "amend": Place(Rewrite(), (S.NAMED_IDENTIFIERS,), {E.NEXT: "review"}),
+    "amend": Place(Rewrite(), (S.WHAT_RAN, S.NAMED_IDENTIFIERS), {E.NEXT: "review"}),
     "review": Place(Review(), (), {E.NEXT: "note"}),
     "note": Place(Rewrite(), (S.CAPABILITIES_NOTE,), {E.NEXT: "record"}),
     "record": Place(Record(), (), {}),
@@ -116,7 +118,7 @@ GRAPH: dict[Mode, Graph] = {
     # single-call mode (level 4): one decision; code completes it, then the answer
     "single": Graph({
         "request": Place(Request(), (S.SMALL_TALK, S.REFUSED_REQUEST), {E.NEXT: "decide", E.ENDED: "amend"}),
-        "resume": Place(Resume(), (), {E.HELD: "pause", E.NEXT: "search"}),
+        "resume": Place(Resume(), (), {E.HELD: "pause", E.NEXT: "search", E.ENDED: "amend"}),
         "decide": Place(Decide(), (), {E.CALLS: "proposed", E.TEXT: "reply"}),
         "reply": Place(Supported(), (), {E.YES: "respond", E.NO: "remind"}),
         "remind": Place(Remind(), (), {E.REMINDED: "decide", E.SPENT: "search"}),

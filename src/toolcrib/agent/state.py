@@ -83,6 +83,7 @@ class RunState:
     model_text: str = ""  # the model's text the answer (or the abstention) is made of, where it has one
     set_aside: list[tuple[ToolCall, str]] = field(default_factory=list)  # calls to record as dropped, with why
     approved: list[tuple[ToolCall, str]] = field(default_factory=list)  # a resumed run's calls, with their proposals
+    ran: str = ""  # what a resumed run did with the approved calls, in code's words (``ran.what_ran``)
     specs: list[ToolSpec] = field(default_factory=list)  # the tools last offered, as the model reads them
     offered_at: int = -1  # ``calls`` when the tools were last offered
     made_before: int = 0  # ``calls`` when code began adding what the model's calls left out

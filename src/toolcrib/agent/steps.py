@@ -22,6 +22,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Finish
 from toolcrib.agent.calls import Calls
 from toolcrib.agent.capabilities import unavailable_asked, unavailable_note
+from toolcrib.agent.evidence import says_evidence_lacks_it
 from toolcrib.agent.fit import WRITTEN_INPUT, invented_values
 from toolcrib.agent.quotes import quoted_answer
 from toolcrib.agent.records import listing_answer, record_answer, table_answer, with_identifiers
@@ -56,6 +57,7 @@ class StepId(StrEnum):
     TEXT_RETRY = "text_retry"  # a reply that was not text where an answer was needed: asked once more
     BROKEN_ANSWER = "broken_answer"  # an answer with holes or nothing the evidence holds: not shipped
     NAMED_IDENTIFIERS = "named_identifiers"  # a record the answer names gets its identifier
+    WHAT_RAN = "what_ran"  # a resumed run's answer starts with what became of the approved calls
     CAPABILITIES_NOTE = "capabilities_note"  # the answer says which asked-for tools the user may not use
 
 
@@ -264,6 +266,23 @@ class NamedIdentifiers(Step):
         self.note(run, "Named what was found by its identifier",
                   reason="the answer names a record a tool returned without its identifier", added=added)
         return replace(draft, text=text)
+
+
+class WhatRan(Step):
+    """A resumed run that went on after its approved calls (loop mode) answers with what became of them
+    first, in code's words (``ran.what_ran``); an answer saying nothing was found, or none, is replaced by
+    it: a call that ran is never answered "I could not find it"."""
+
+    id = StepId.WHAT_RAN
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        if not run.ran or draft is None or draft.text.startswith(run.ran):
+            return None
+        self.note(run, "The answer states what the approved calls did", reason="a resumed run's approved calls "
+                  "were decided; their outcome is the answer's first sentence, written by code")
+        if draft.abstained or draft.outcome not in ("answered", "paused") or says_evidence_lacks_it(draft.text):
+            return Finish(run.ran, code_wrote=True)
+        return replace(draft, text=f"{run.ran}\n\n{draft.text}")  # then what it found, or what waits again
 
 
 class CapabilitiesNote(Step):

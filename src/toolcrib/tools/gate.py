@@ -366,6 +366,7 @@ class Gate:
             raise
         outcome = self._ok(call, tool, self._prepare(tool, value), cctx, start, proposal_id=proposal_id,
                            shared=False)
+        outcome.payload["approved_by"] = approval.approver
         if edit:  # the model's next turn learns what ran instead of what it proposed, and who changed it
             outcome.payload["edited"] = {**edit, "note": (
                 f"{edit['by']} changed this call before approving it; it ran with the changed values")}

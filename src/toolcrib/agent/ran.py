@@ -1,0 +1,66 @@
+"""What a resumed run did with the calls people decided on, in words code writes from the outcomes.
+
+"I ran reserve_part (part_number HLV-2210, quantity 1): ada approved it after changing quantity from 2 to 1
+(reason: "only one left"). Result: reservation_id R-17; status reserved." A call that ran is never
+answered "I could not find it": the outcome of each approved call is the answer's first sentence, and a
+rejection says who rejected it and why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from toolcrib.tools.result import CallOutcome
+
+_SHOWN = 4  # a result's fields named in the account; the rest are in the run's trace
+
+
+def what_ran(outcomes: Iterable[CallOutcome]) -> str:
+    """One sentence or two per decided call: run (with who approved it, what they changed and why, and
+    what it returned), rejected (by whom, why), failed or of unknown outcome. "" when none was decided."""
+    return " ".join(line for outcome in outcomes if (line := _account(outcome)))
+
+
+def _account(outcome: CallOutcome) -> str:
+    call = f"{outcome.call.name} ({_values(outcome.call.arguments)})" if outcome.call.arguments else outcome.call.name
+    payload = outcome.payload
+    error = payload.get("error") or {}
+    if outcome.status == "ok":
+        edited = payload.get("edited") or {}
+        by = edited.get("by") or payload.get("approved_by") or "an approver"
+        change = ", ".join(f"{name} from {_shown(c.get('from'))} to {_shown(c.get('to'))}"
+                           for name, c in (edited.get("changes") or {}).items())
+        how = f"{by} approved it after changing {change}" if change else f"{by} approved it"
+        why = f' (reason: "{edited["reason"]}")' if edited.get("reason") else ""
+        result = _values(payload.get("data"))
+        return f"I ran {call}: {how}{why}." + (f" Result: {result}." if result else "")
+    if error.get("code") == "approval_refused":
+        decision = error.get("decision") or {}
+        if error.get("reason") == "rejected" or decision:
+            why = f' (reason: "{decision["reason"]}")' if decision.get("reason") else ""
+            return f"I did not run {call}: {decision.get('by') or 'an approver'} rejected it{why}."
+        return f"I did not run {call}: {error.get('message', 'its approval could not be used')}."
+    if outcome.status == "outcome_unknown":
+        return _sentence(f"{call} was approved and started, but its outcome is unknown: {error.get('message', '')}")
+    if outcome.status == "error":
+        return _sentence(f"{call} was approved but did not complete: {error.get('message', 'it failed')}")
+    return ""
+
+
+def _sentence(text: str) -> str:
+    text = text.strip().rstrip(":").strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _values(data: Any) -> str:
+    """A call's arguments or a result's scalar fields, "name value; ..." (at most a few)."""
+    if isinstance(data, Mapping):
+        items = [(k, v) for k, v in data.items() if not isinstance(v, (Mapping, list)) and v not in (None, "")]
+        return ", ".join(f"{k} {_shown(v)}" for k, v in items[:_SHOWN]) if items else ""
+    return _shown(data) if isinstance(data, (str, int, float)) and not isinstance(data, bool) else ""
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
