@@ -111,6 +111,17 @@ class Ask:
                    _WHEN_ASK.search(text) is not None, _AMOUNT_ASK.search(text) is not None)
 
 
+def question_problem(question: str, max_chars: int) -> str:
+    """What makes ``question`` one no run should start on, in the words the CLI and the service both use:
+    nothing but spaces, or more than ``max_chars`` characters (``[service] max_question_chars``); "" when
+    nothing does."""
+    if not question.strip():
+        return "the question is empty: write what you want to know or have done"
+    if len(question) > max_chars:
+        return f"the question is over {max_chars} characters"
+    return ""
+
+
 @dataclass(frozen=True)
 class Request:
     """One request as the answer path reads it. Build it with ``Request.parse``."""

@@ -47,6 +47,8 @@ def controlled(fn: Callable[P, R]) -> Callable[P, R]:
         except KeyboardInterrupt:
             err("interrupted")
             sys.exit(130)
+        except click.ClickException:  # a usage error: click prints it with the usage line, status 2
+            raise
         except Exception as exc:  # the last line of defence: short message, details only on request
             if os.environ.get("TOOLCRIB_DEBUG"):
                 traceback.print_exc()

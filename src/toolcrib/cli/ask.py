@@ -28,9 +28,14 @@ if TYPE_CHECKING:
 def ask_cmd(question: str | None, model_spec: str | None, user: str | None, mode: Mode | None, show_trace: bool,
             as_json: bool, resume_id: str | None, workspace: Path | None) -> None:
     """Answer QUESTION with the workspace's tools and documents."""
-    if not question and not resume_id:
+    if question is None and not resume_id:
         raise click.UsageError("give a QUESTION, or --resume RUN_ID")
     ws = open_workspace(workspace)
+    if question is not None and not resume_id:
+        from toolcrib.agent.request import question_problem
+
+        if problem := question_problem(question, ws.config.service.max_question_chars):
+            raise click.UsageError(problem)  # the service's words, before any model is loaded
     principal = ws.principal(user)
     from toolcrib.cli._progress import prepare_model
 

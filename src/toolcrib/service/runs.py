@@ -11,6 +11,7 @@ from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolcrib.agent.answer import Answer
+from toolcrib.agent.request import question_problem
 from toolcrib.agent.runner import Runner
 from toolcrib.errors import ModelFacingError
 from toolcrib.service.caller import Caller, Served
@@ -41,9 +42,8 @@ def me(principal: Caller, svc: Served) -> dict[str, Any]:
 async def ask(body: AskRequest, request: Request, principal: Caller, svc: Served) -> Response:
     """Answer a question. ``Accept: text/event-stream`` streams the run's events (AG-UI 1.0) and then
     the Answer; otherwise the Answer exactly as ``toolcrib ask --json`` prints it."""
-    if len(body.question) > svc.ws.config.service.max_question_chars:
-        raise ModelFacingError(f"the question is over {svc.ws.config.service.max_question_chars} characters",
-                               code="too_long")
+    if problem := question_problem(body.question, svc.ws.config.service.max_question_chars):
+        raise ModelFacingError(problem, code="blank_question" if not body.question.strip() else "too_long")
 
     def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Answer:
         return runner.ask(body.question, principal, mode=body.mode, exporters=exporters)
