@@ -36,8 +36,8 @@ def test_a_resumed_scripted_run_proposes_the_write_once_and_answers_with_what_ra
     toolcrib("approve", proposal.group(1), "--workspace", "my-shop", "--user", "sam")
     resumed = toolcrib("ask", "--resume", run.group(1), *model)
 
-    assert resumed.startswith("I ran order_stock (sku MUG-01, quantity 20): sam approved it. Result: ordered true, "
-                              "sku MUG-01, quantity 20.\n"), resumed
+    assert resumed.startswith("I ran order_stock (sku MUG-01, quantity 20): sam approved it. Result: ordered yes.\n"
+                              ), resumed
     assert (tmp_path / "my-shop" / "orders.txt").read_text() == "MUG-01 20\n"
     traces = [re.search(r"trace (\S+);", out) for out in (held, resumed)]
     steps = [toolcrib("trace", t.group(1), "--workspace", "my-shop") for t in traces if t]

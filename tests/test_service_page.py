@@ -244,6 +244,8 @@ def test_an_approver_edits_the_quantity_and_the_requesters_page_shows_the_edit(b
     expect(approved.get_by_test_id("step-edit")).to_have_text(
         "edited by ada: quantity 300 → 3 (“The customer wants 3”)")
     expect(approved.get_by_test_id("decided-by")).to_have_text("person")
+    if os.environ.get("TOOLCRIB_SCREENSHOT") == "1":  # the picture docs/concepts/approvals.md shows
+        alice.page.screenshot(path=str(ROOT / "docs" / "assets" / "screens" / "answer-after-edit.png"))
     assert server.stock("F2") == 2  # 5 - 3, once
 
     run = server.get(f"/v1/runs/{run_id}", "alice").json()

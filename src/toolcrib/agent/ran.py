@@ -34,7 +34,7 @@ def _account(outcome: CallOutcome) -> str:
                            for name, c in (edited.get("changes") or {}).items())
         how = f"{by} approved it after changing {change}" if change else f"{by} approved it"
         why = f' (reason: "{edited["reason"]}")' if edited.get("reason") else ""
-        result = _values(payload.get("data"))
+        result = _values(payload.get("data"), outcome.call.arguments)
         return f"I ran {call}: {how}{why}." + (f" Result: {result}." if result else "")
     if error.get("code") == "approval_refused":
         decision = error.get("decision") or {}
@@ -54,13 +54,17 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
-def _values(data: Any) -> str:
-    """A call's arguments or a result's scalar fields, "name value; ..." (at most a few)."""
+def _values(data: Any, given: Mapping[str, Any] | None = None) -> str:
+    """A call's arguments or a result's scalar fields, "name value, ..." (at most a few; a result's fields
+    that repeat an argument of the call, ``given``, are left out)."""
     if isinstance(data, Mapping):
-        items = [(k, v) for k, v in data.items() if not isinstance(v, (Mapping, list)) and v not in (None, "")]
+        items = [(k, v) for k, v in data.items() if not isinstance(v, (Mapping, list)) and v not in (None, "")
+                 and not (given and k in given and given[k] == v)]
         return ", ".join(f"{k} {_shown(v)}" for k, v in items[:_SHOWN]) if items else ""
     return _shown(data) if isinstance(data, (str, int, float)) and not isinstance(data, bool) else ""
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
