@@ -1,7 +1,7 @@
 """Sentences that instruct (``tools.instructions``): how often clean content holds one, and how often an
 attack instruction reads as one.
 
-    python benchmarks/instructions.py
+    python benchmarks/instructions.py [--table-contexts N]
 
 Reads ``../shared/data/bipia`` (relative to the repository root) and the shipped workspaces' documents.
 A sentence that instructs is a signal the gate reads, never a verdict: on clean content it costs nothing
@@ -13,9 +13,12 @@ their own. Ends with one JSON line holding every figure.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
+
+import _quick  # benchmarks/_quick.py: --quick
 
 from toolcrib.tools.instructions import instructing
 
@@ -34,10 +37,14 @@ def _rate(texts: list[str]) -> tuple[int, int, float]:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table-contexts", type=int, default=900, help="how many BIPIA table contexts (of 900)")
+    args = _quick.parse(parser, table_contexts=50)
     figures: dict[str, object] = {}
     clean = {kind: [_text(json.loads(line)["context"])
                     for line in (BIPIA / kind / "train.jsonl").open(encoding="utf-8")]
              for kind in ("email", "table", "code")}
+    clean["table"] = clean["table"][:args.table_contexts]
     clean["shipped_documents"] = [p.read_text(encoding="utf-8", errors="replace") for folder in DOCS
                                   for p in sorted(folder.iterdir()) if p.suffix in (".md", ".txt", ".html")]
     start = time.perf_counter()

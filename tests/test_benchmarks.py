@@ -25,6 +25,7 @@ SCRIPTS: dict[str, tuple[str | None, int]] = {
     "local_model": (None, 600),
     "first_answer": (None, 600),  # --quick: the assembled model linked in, no cold run
     "scanner": ("bipia", 300),
+    "instructions": ("bipia", 60),
     "injection": ("agentdojo", 300),
     "plain_injection": (None, 120),
     "bfcl": ("bfcl", 900),

@@ -1,8 +1,11 @@
 """Where a call's arguments came from, and what that means for it: the gate's provenance checks.
 
 A WRITE/ACTUATE call's approver sees, for each argument, the sources it was found in (the request, a
-tool's result, a passage) and a warning for each value found only in content others wrote, and for a
-change the request did not ask for that such content speaks of. A sensitive argument with no trusted
+tool's result, a passage), and a warning for a value a sentence of content others wrote asked for
+(``tools.instructions``), for a value found only in such content in a write the request did not ask
+for, and for a change the request did not ask for (``tools.actions`` reads what it asks for) that such
+content asks for or speaks of. A value found only in such content in a write the request asked for is
+a choice made from what the run read, shown by its sources. A sensitive argument with no trusted
 source, an unrequested write (where so configured) and a READ that would contact an address nobody
 trusted gave are refused before any person is asked.
 """
@@ -55,7 +58,6 @@ def _other_like(name: str, value: Any, request: str) -> list[str]:
 # Words that follow an argument's name in a request without being its value ("the agent who ...").
 _NOT_A_VALUE = frozenset({"who", "that", "which", "is", "was", "they", "he", "she", "it", "to", "of", "for", "in",
                           "on", "and", "or", "the", "a", "an", "with", "from", "as", "at", "by", "you", "we", "i"})
-
 
 
 def argument_sources(tool: Tool, values: Mapping[str, Any], grounding: Grounding, request: str, *,
