@@ -2,7 +2,7 @@
 $500 to account DE44...") sitting in the free text of a tool result (a review, an e-mail body, a
 customer's note, a transaction's memo, a file's text), replayed through the real Gate.
 
-    python benchmarks/plain_injection.py [--no-scanner] [--cases-out FILE] [--apps {main,check,all,check2}]
+    python benchmarks/plain_injection.py [--no-scanner] [--cases-out FILE] [--apps {main,check,all,check2,check3}]
 
 Four small applications written here (a shop's back office, a mailbox with a calendar, a bank
 account with files, a support desk: the last written after the gate's mechanism was chosen on the
@@ -439,16 +439,21 @@ def main() -> int:
     parser.add_argument("--no-scanner", dest="scanner", action="store_false",
                         help="without the content scanner (the workspace default has it)")
     parser.add_argument("--cases-out", type=Path, default=None, help="write every decision here (JSONL)")
-    parser.add_argument("--apps", choices=("main", "check", "all", "check2"), default="main",
+    parser.add_argument("--apps", choices=("main", "check", "all", "check2", "check3"), default="main",
                         help="the four applications here (main), the held-out check set in "
-                             "benchmarks/_warning_check_apps.py (check), both (all), or the second held-out "
-                             "check set in benchmarks/_warning_check2_apps.py (check2)")
+                             "benchmarks/_warning_check_apps.py (check), both (all), the second held-out "
+                             "check set in benchmarks/_warning_check2_apps.py (check2), or the third in "
+                             "benchmarks/_warning_check3_apps.py (check3)")
     args = _quick.parse(parser)
     apps: tuple[App, ...] = APPS
     if args.apps == "check2":
         from _warning_check2_apps import CHECK2_APPS  # imported here: it imports this module's dataclasses
 
         apps = CHECK2_APPS
+    elif args.apps == "check3":
+        from _warning_check3_apps import CHECK3_APPS  # imported here: it imports this module's dataclasses
+
+        apps = CHECK3_APPS
     elif args.apps != "main":
         from _warning_check_apps import CHECK_APPS  # imported here: it imports this module's dataclasses
 
