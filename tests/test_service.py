@@ -281,8 +281,8 @@ def test_bad_requests_get_one_error_shape(svc: Service) -> None:
     long = svc.client.post("/v1/ask", json={"question": "x" * 5000}, headers=alice)
     assert long.status_code == 400 and long.json()["error"]["code"] == "too_long"
     blank = svc.client.post("/v1/ask", json={"question": "   \n "}, headers=alice)  # no model is asked
-    assert blank.status_code == 400 and blank.json()["error"] == {
-        "code": "blank_question", "message": "the question is empty: write what you want to know or have done"}
+    assert blank.status_code == 422 and blank.json()["error"] == {"code": "invalid_request", "message": (
+        "question: Value error, the question is empty: write what you want to know or have done")}
     assert svc.client.post("/v1/runs/nope/resume", headers=alice).status_code == 404
     # what `curl -d '{...}'` sends: JSON under a form content type
     curl = svc.client.post("/v1/ask", content=json.dumps({"question": PRICE}),

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolcrib.agent.answer import Answer
 from toolcrib.agent.request import question_problem
@@ -24,8 +24,16 @@ router = APIRouter()
 class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a body naming a user or tenant is refused, never read
 
-    question: str = Field(min_length=1, description="The question, as the user wrote it.")
+    question: str = Field(min_length=1, json_schema_extra={"pattern": r"\S"},
+                          description="The question, as the user wrote it (not only spaces).")
     mode: Literal["single", "loop"] | None = Field(None, description="single (level 4) or loop (ReAct).")
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, question: str) -> str:
+        if not question.strip():  # the schema's pattern, with the words the CLI uses
+            raise ValueError(question_problem(question, len(question) + 1))
+        return question
 
 
 @router.get("/v1/me", tags=["runs"])
@@ -43,7 +51,7 @@ async def ask(body: AskRequest, request: Request, principal: Caller, svc: Served
     """Answer a question. ``Accept: text/event-stream`` streams the run's events (AG-UI 1.0) and then
     the Answer; otherwise the Answer exactly as ``toolcrib ask --json`` prints it."""
     if problem := question_problem(body.question, svc.ws.config.service.max_question_chars):
-        raise ModelFacingError(problem, code="blank_question" if not body.question.strip() else "too_long")
+        raise ModelFacingError(problem, code="too_long")  # a blank one never gets here: see AskRequest
 
     def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Answer:
         return runner.ask(body.question, principal, mode=body.mode, exporters=exporters)
