@@ -102,19 +102,22 @@ def _phrasal_table() -> dict[str, tuple[tuple[tuple[str, ...], str], ...]]:
 
 
 _PHRASAL = _phrasal_table()
-_HEADS = {"got": "get", "gets": "get", "getting": "get", "took": "take", "taken": "take", "taking": "take",
-          "threw": "throw", "thrown": "throw", "gave": "give", "given": "give", "letting": "let", "lets": "let",
-          "handed": "hand", "passed": "pass", "sent": "send", "wrote": "write", "written": "write",
-          "signed": "sign", "put": "put", "putting": "put", "filled": "fill", "bumped": "bump", "paid": "pay",
-          "shut": "shut", "turned": "turn", "switched": "switch", "called": "call", "dropped": "drop",
-          "moved": "move", "pushed": "push", "brought": "bring", "booked": "book", "kicked": "kick",
-          "wiped": "wipe", "cleaned": "clean", "cleared": "clear", "reached": "reach", "topped": "top"}
+# Forms a suffix does not undo: of the lexicon's verbs and of the phrasal verbs' heads.
+_FORMS = {"paid": "pay", "sent": "send", "gave": "give", "given": "give", "made": "make", "ran": "run",
+          "went": "go", "brought": "bring", "told": "tell", "bought": "buy", "sold": "sell", "drove": "drive",
+          "driven": "drive", "withdrew": "withdraw", "got": "get", "gets": "get", "getting": "get", "took": "take",
+          "taken": "take", "taking": "take", "threw": "throw", "thrown": "throw", "letting": "let", "lets": "let",
+          "handed": "hand", "passed": "pass", "wrote": "write", "written": "write", "signed": "sign",
+          "putting": "put", "filled": "fill", "bumped": "bump", "turned": "turn", "switched": "switch",
+          "called": "call", "dropped": "drop", "moved": "move", "pushed": "push", "booked": "book",
+          "kicked": "kick", "wiped": "wipe", "cleaned": "clean", "cleared": "clear", "reached": "reach",
+          "topped": "top"}
 
 
 def phrasal_verb(words: list[str], i: int) -> str:
     """The lexicon verb the phrasal verb headed by ``words[i]`` asks for ("let my cousin in": admit), or
     "": the nearest particle after the head, at most three words away, decides ("let me know": tell)."""
-    head = _HEADS.get(words[i], words[i])
+    head = _FORMS.get(words[i], words[i])
     best = ("", 99)
     for particle, verb in _PHRASAL.get(head, ()):
         for j in range(i + 1, min(i + 5, len(words))):
@@ -241,7 +244,7 @@ def base_verb(word: str) -> str:
     pay, book), else unchanged."""
     if word in VERBS:
         return word
-    for candidate in (_IRREGULAR.get(word, ""), word[:-1] if word.endswith("s") else "",
+    for candidate in (_FORMS.get(word, ""), word[:-1] if word.endswith("s") else "",
                       word[:-2] if word.endswith(("es", "ed")) else "", word[:-1] if word.endswith("ed") else "",
                       word[:-3] if word.endswith("ing") else "", word[:-3] + "e" if word.endswith("ing") else "",
                       word[:-4] if word.endswith(("ping", "ting", "ning", "ging")) else "",
@@ -263,7 +266,3 @@ def _nominal(word: str) -> str:
                     return candidate
     return ""
 
-
-_IRREGULAR = {"paid": "pay", "sent": "send", "gave": "give", "given": "give", "made": "make", "ran": "run",
-              "went": "go", "brought": "bring", "told": "tell", "shut": "close", "bought": "buy", "sold": "sell",
-              "drove": "drive", "driven": "drive", "withdrew": "withdraw"}
