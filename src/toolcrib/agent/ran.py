@@ -1,9 +1,9 @@
 """What a resumed run did with the calls people decided on, in words code writes from the outcomes.
 
-"I ran reserve_part (part_number HLV-2210, quantity 1): ada approved it after changing quantity from 2 to 1
-(reason: "only one left"). Result: reservation_id R-17; status reserved." A call that ran is never
-answered "I could not find it": the outcome of each approved call is the answer's first sentence, and a
-rejection says who rejected it and why.
+"I ran book_room (room 12, nights 2): kim approved it after changing nights from 3 to 2 (reason: "two
+nights only"). Result: booking_id B-7." A call that ran is never answered "I could not find it": the
+outcome of each approved call is the answer's first sentence, and a rejection says who rejected it and
+why.
 """
 
 from __future__ import annotations
