@@ -68,11 +68,13 @@ class Spec:
     others_fields: tuple[str, ...] = ()  # a READ: the fields holding text others wrote ("*": all of it)
     sensitive: tuple[str, ...] = ()
     intent: tuple[str, ...] = ()
+    types: tuple[tuple[str, str], ...] = ()  # parameters of another JSON type than their name says (integer, ...)
 
     def schema(self) -> dict[str, Any]:
         types = {"amount": "number", "attendees": "array"}
         props = {p: ({"type": "array", "items": {"type": "string"}} if types.get(p) == "array"
                      else {"type": types.get(p, "string")}) for p in self.params}
+        props.update((param, {"type": kind}) for param, kind in self.types)
         return {"type": "object", "properties": props, "required": list(self.params), "additionalProperties": False}
 
 

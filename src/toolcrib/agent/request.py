@@ -111,13 +111,13 @@ class Ask:
                    _WHEN_ASK.search(text) is not None, _AMOUNT_ASK.search(text) is not None)
 
 
-def question_problem(question: str, max_chars: int) -> str:
+def question_problem(question: str, max_chars: int | None = None) -> str:
     """What makes ``question`` one no run should start on, in the words the CLI and the service both use:
     nothing but spaces, or more than ``max_chars`` characters (``[service] max_question_chars``); "" when
     nothing does."""
     if not question.strip():
         return "the question is empty: write what you want to know or have done"
-    if len(question) > max_chars:
+    if max_chars is not None and len(question) > max_chars:
         return f"the question is over {max_chars} characters"
     return ""
 

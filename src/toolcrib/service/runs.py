@@ -32,7 +32,7 @@ class AskRequest(BaseModel):
     @classmethod
     def _not_blank(cls, question: str) -> str:
         if not question.strip():  # the schema's pattern, with the words the CLI uses
-            raise ValueError(question_problem(question, len(question) + 1))
+            raise ValueError(question_problem(question))
         return question
 
 

@@ -128,8 +128,9 @@ def phrasal_verb(words: list[str], i: int) -> str:
 
 
 # Words of tool names that say nothing about what is acted on.
-_FILLER = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from",
-                     "for", "the", "and", "manager", "system", "tool", "api", "service", "app", "by", "new"})
+GENERIC = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from"})
+"""Words in tool names that say nothing about what the tool reads."""
+_FILLER = GENERIC | {"for", "the", "and", "manager", "system", "tool", "api", "service", "app", "by", "new"}
 
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
@@ -188,6 +189,7 @@ def action_of(name: str) -> Action:
     return Action(base_verb(words[index]), tuple(words[index + 1:]), tuple(words[:index]))
 
 
+@lru_cache(maxsize=4096)
 def description_verb(description: str) -> str:
     """The verb a description starts with, when the lexicon knows it ("Gives someone access" -> give)."""
     first = _WORD.findall(description.lower()[:40])[:1]
@@ -210,6 +212,7 @@ def asks_for(text: str, verbs: frozenset[str]) -> bool:
     return bool(verbs & verbs_in(text))
 
 
+@lru_cache(maxsize=1024)  # a write's check asks it of the same request once per tool of the registry
 def verbs_in(text: str) -> frozenset[str]:
     """The lexicon's verbs ``text`` uses as verbs, in base form (see ``asks_for``): a noun-like verb only
     where a verb stands, a derived noun only as a verb's object ("make a payment", not "my rent payment")."""

@@ -17,7 +17,7 @@ from pydantic_core import SchemaValidator
 from toolcrib.errors import ConfigError, InvalidArguments
 from toolcrib.policy.principal import Principal
 from toolcrib.text import stems
-from toolcrib.tools.actions import action_of, asks_for, description_verb, split_name, synonyms
+from toolcrib.tools.actions import GENERIC, action_of, asks_for, description_verb, split_name, synonyms
 from toolcrib.tools.arguments import described, dumped, pure_schema, scalar_key, validates_as_python
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.prose import TEXT, holds_prose, split_fields, split_prose
@@ -81,8 +81,6 @@ def name_words(name: str) -> list[str]:
     return list(split_name(name))
 
 
-# Words in tool names that say nothing about what the tool reads.
-_GENERIC = frozenset({"most", "recent", "latest", "list", "all", "info", "data", "details", "items", "with", "from"})
 # Words of a description's first sentence that say how a tool works, not what it returns.
 _VAGUE = frozenset({"look", "find", "search", "return", "get", "give", "show", "read", "fetch", "check", "what",
                     "which", "when", "where", "their", "there", "this", "that", "these", "those", "with", "from",
@@ -223,7 +221,7 @@ class Tool:
     def named_by(self, request: str) -> bool:
         """Whether ``request`` names what this tool reads: a word of its name after the verb ("channel"
         for get_channels, "inbox" for read_inbox), in any form."""
-        words = [w for w in name_words(self.name)[1:] if len(w) > 3 and w not in _GENERIC]
+        words = [w for w in name_words(self.name)[1:] if len(w) > 3 and w not in GENERIC]
         return bool(stems(" ".join(words)) & stems(request))
 
     def returns_asked(self, request: str, held: set[str]) -> bool:
