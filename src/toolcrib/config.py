@@ -103,6 +103,9 @@ class ToolsSection(_Section):
     # a tool without intent words, content others wrote speaks of it): "off", held with a warning
     # ("warn"), or refused ("refuse").
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
+    # A date in a call's arguments that neither the request states nor a result holds: re-grounded to the
+    # request's date it stands for, or refused with the dates that would be accepted. false: any date passes.
+    ground_dates: bool = True
 
 
 class DataSection(_Section):

@@ -13,10 +13,10 @@ query or program is its own words by design, so those tools are not judged here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
-from datetime import date
 from typing import Any
 
 from toolcrib.agent.request import Request
+from toolcrib.dates import iso_dates
 from toolcrib.sql.tool import SQL_RESOURCE
 from toolcrib.text import STOP_WORDS, stems
 from toolcrib.tools.grounding import Grounding
@@ -48,7 +48,6 @@ def _prefixes(words: Set[str]) -> set[str]:
 def _comes_from(value: str, request: Request, asked: set[str], grounding: Grounding) -> bool:
     if grounding.contains(value) or _prefixes(stems(value)) & asked:
         return True
-    try:  # a day, or a day and time, that the request gives ("3 March 2030" as 2030-03-03T09:00)
-        return date.fromisoformat(value[:10]) in request.dates
-    except ValueError:
-        return False
+    # a day, or a day and time, where the request states a date: the gate holds it to the request's
+    # ("8 December" as 2026-12-08T09:00; "2023-12-08" re-grounded to it)
+    return bool(request.dated) and bool(iso_dates(value))

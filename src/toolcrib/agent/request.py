@@ -14,6 +14,7 @@ from datetime import date
 from typing import Literal
 
 from toolcrib.agent.facts import Facts
+from toolcrib.dates import Stated, stated_dates
 from toolcrib.retrieval.excerpt import names
 from toolcrib.sql.guard import statement_text
 from toolcrib.text import TYPED_IDENTIFIER, find_identifiers, stems
@@ -68,32 +69,6 @@ _LETTERS = re.compile(r"[a-z]+")
 _WITH_UNIT = re.compile(r"(?<![\w.-])[-−]?\d+(?:\.\d+)?\s*[A-Za-z%°]{1,2}\b")
 # a figure standing alone (not inside G7, CH3 or AB-1001), with its sign
 _FIGURE = re.compile(r"(?<![\w.-])[-−]?\d+(?:\.\d+)?(?![\w-])")
-_ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_MONTH = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
-_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
-# a date written out with its year: "8 December 2026", "8th of Dec 2026", "December 8, 2026"
-_WRITTEN_DATES = (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\s+(?P<year>\d{{4}})\b", re.IGNORECASE),
-                  re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(?P<year>\d{{4}})\b", re.IGNORECASE))
-
-
-def _dates(text: str) -> tuple[date, ...]:
-    """The dates ``text`` gives with their year, ISO ones first, then those written out; once each."""
-    found: list[date] = []
-    for iso in _ISO_DATE.findall(text):
-        try:
-            found.append(date.fromisoformat(iso))
-        except ValueError:  # 2026-13-40: not a date
-            continue
-    for m in (m for pattern in _WRITTEN_DATES for m in pattern.finditer(text)):
-        month = _MONTHS.index(m.group("month").lower()[:3]) + 1
-        try:
-            found.append(date(int(m.group("year")), month, int(m.group("day"))))
-        except ValueError:  # 31 February
-            continue
-    return tuple(dict.fromkeys(found))
-
-
 @dataclass(frozen=True)
 class Ask:
     """One thing a request asks (or the request less some of its words), and what its answer must hold.
@@ -134,7 +109,8 @@ class Request:
     typed_identifiers: tuple[str, ...]  # as people type them (text.TYPED_IDENTIFIER: P2, ch1), in order
     figures: tuple[str, ...]  # standing alone, with their sign ("-3", "12")
     stated: Facts  # its identifiers and figures as the claim check reads evidence (every number counts)
-    dates: tuple[date, ...]  # dates it gives with their year, ISO or written out
+    dated: tuple[Stated, ...]  # the dates and spans it states, resolved against ``today`` (``dates.stated_dates``)
+    today: date
     stems: frozenset[str]
     words: frozenset[str]  # its words of letters, lower case ("book", "dr")
     without_units: str  # the text less its figures with a short unit ("12 V"): where identifiers are read
@@ -149,8 +125,10 @@ class Request:
     sql: str  # SQL statement text it carries ("1; DROP TABLE x;--"), or ''
 
     @classmethod
-    def parse(cls, text: str) -> Request:
+    def parse(cls, text: str, today: date | None = None) -> Request:
+        """``text`` read once; its dates resolved against ``today`` (default: the machine's)."""
         talk = _SMALL_TALK.match(text)
+        today = today or date.today()
         named = tuple(names(text))
         return cls(
             text=text,
@@ -161,7 +139,8 @@ class Request:
             typed_identifiers=tuple(TYPED_IDENTIFIER.findall(text)),
             figures=tuple(m.group(0).replace("−", "-") for m in _FIGURE.finditer(text)),
             stated=Facts.of(text, evidence=True),
-            dates=_dates(text),
+            dated=stated_dates(text, today),
+            today=today,
             stems=frozenset(stems(text)),
             words=frozenset(_LETTERS.findall(text.casefold())),
             without_units=_WITH_UNIT.sub(" ", text),
@@ -175,6 +154,11 @@ class Request:
             holds_figure=any(token[:1].isdigit() for token in _TOKEN.findall(text)),
             needs_current_data=needs_current_data(text),
         )
+
+    @property
+    def dates(self) -> tuple[date, ...]:
+        """The days it names, one each ("Tuesday 8 December", "tomorrow"), without its spans ("last month")."""
+        return tuple(d.day for d in self.dated if d.day is not None)
 
     def identifiers_of(self, shape: str) -> list[str]:
         """The identifiers of a tool's ``shape`` (``Identifier(shape=...)``) the text gives, in order."""

@@ -18,6 +18,7 @@ from toolcrib.agent.answer import Answer, Finish
 from toolcrib.agent.calls import Calls
 from toolcrib.agent.nodes import Edge, Flow
 from toolcrib.agent.pipeline import GRAPH, STEPS
+from toolcrib.agent.reading import LINKED, ValueLinks, as_read, linked_text
 from toolcrib.agent.request import Request
 from toolcrib.agent.runs import RunStore
 from toolcrib.agent.state import Limits, Mode, RunnerSettings, RunState
@@ -78,6 +79,7 @@ class Runner:
         self.flow = Flow(self.calls, Steps(steps, self.settings, aided=self.strategy.aided), complete, self.strategy,
                          self.settings, runs)
         self._example_id = _example_id(gate)
+        self._values = ValueLinks(self.resources)
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -164,14 +166,21 @@ class Runner:
                tracer: Tracer | None = None) -> RunState:
         tracer = tracer or self._tracer(exporters)
         run_id = os.urandom(6).hex()  # what uuid4().hex[:12] gave (its first 48 bits are random), without the UUID
-        cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id, question=question)
+        request = Request.parse(question)
+        cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id, question=question,
+                           today=request.today)
         system = _system_prompt(self.settings.name, self._example_id, self.settings.system_prompt, mode)
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_STARTED, f"Start run ({mode} mode)",
                       detail={"question": question, "user": principal.user_id, "mode": mode,
                               "strategy": "aided" if self.strategy.aided else "native"})
-        run = RunState(Request.parse(question), principal, tracer, cctx,
-                       [Message("system", system), Message("user", question)], run_id, mode)
+        links = self._values.links(request, principal, self.gate)
+        if links:  # the row ids and stored values the request names, from the workspace's own data
+            cctx.grounding.add(linked_text(links), LINKED)
+            tracer.record(EventKind.VALUES_LINKED, "Values the request names, found in the data",
+                          detail={"links": [link.describe() for link in links]})
+        run = RunState(request, principal, tracer, cctx,
+                       [Message("system", system), Message("user", as_read(request, links))], run_id, mode)
         flags = self.gate.scanner.scan(question) if self.gate.scanner is not None else []
         if flags:  # pasted text that claims authority: this run may read, never change anything
             run.request_flags = [f"{f.kind}: {f.excerpt}" for f in flags]

@@ -16,6 +16,7 @@ def today_line(request: Request, today: date) -> str:
     parts = [f"Today is {today.isoformat()}."]
     for then in request.dates:
         days = (today - then).days
-        when = "is today" if days == 0 else f"was {days} days ago" if days > 0 else f"is in {-days} days"
+        count = f"{abs(days)} day{'s' if abs(days) != 1 else ''}"
+        when = "is today" if days == 0 else f"was {count} ago" if days > 0 else f"is in {count}"
         parts.append(f"{then.isoformat()} {when}.")
     return " ".join(parts)

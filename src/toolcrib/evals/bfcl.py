@@ -28,6 +28,7 @@ from toolcrib.models.base import Message, Model, ModelSettings, ToolCall
 from toolcrib.policy.policy import AllowAll
 from toolcrib.policy.principal import Principal
 from toolcrib.tools.gate import CallContext, Gate
+from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.json_schema import json_schema_tool
 from toolcrib.tools.registry import Registry, tool_specs
 from toolcrib.trace.tracer import Tracer
@@ -228,7 +229,8 @@ def run_entry(model: Model, entry: Mapping[str, Any], category: str, *, max_toke
     ms = (time.perf_counter() - start) * 1000
     calls = [(names.get(c.name, c.name), dict(c.arguments)) for c in reply.tool_calls]
     gate = Gate(registry, AllowAll())
-    cctx = CallContext(Principal("bfcl", groups=frozenset({"*"})), Tracer())
+    asked = "\n".join(str(m["content"]) for m in turns)  # the dates the calls may hold are the question's
+    cctx = CallContext(Principal("bfcl", groups=frozenset({"*"})), Tracer(), Grounding(asked), question=asked)
     valid = all(_admitted(gate, c, cctx) for c in reply.tool_calls) if reply.tool_calls else None
     reason = score_entry(category, calls, entry.get("ground_truth", []), entry["function"])
     return EntryResult(str(entry["id"]), category, not reason, reason,

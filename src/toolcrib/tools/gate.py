@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from toolcrib.errors import (
@@ -27,6 +28,7 @@ from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed_values, proposal_hash
 from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
+from toolcrib.tools.dated import ground_dates
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.invoke import invoke
 from toolcrib.tools.provenance import argument_sources, check_egress, checks_run, requested_in, unrequested
@@ -60,6 +62,7 @@ class CallContext:
     offer: Offer | None = None  # what the model was last offered; None: whatever the policy offers
     question: str = ""  # the user's request, shown to an approver next to the call
     flags: list[str] = field(default_factory=list)  # what the scanner flagged in this run's results
+    today: date | None = None  # what the request's dates are resolved against (None: the machine's today)
 
     def tool_context(self) -> ToolContext:
         return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id,
@@ -93,6 +96,9 @@ class GateSettings:
     # a WRITE/ACTUATE the request did not ask for (``Tool.requested_by``) while content others wrote,
     # read in the run, speaks of it (``Tool.mentioned_in``): allowed ("off"), held with a warning, or refused
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
+    # a date in an argument that neither the request states nor a text the run has seen holds: re-grounded
+    # to the request's date it stands for, or refused (``dated.ground_dates``); False lets any date through
+    ground_dates: bool = True
     # how long a proposal of this tool waits for a decision before it expires (default: the store's)
     proposal_ttl_s: Mapping[str, float] = field(default_factory=dict)
 
@@ -156,12 +162,24 @@ class Gate:
                 raise UngroundedArgument(
                     f"{tool.name}: {name} '{value}' does not appear in the request or in any earlier tool "
                     f"result; ask the user for the exact {name} instead of guessing it")
+        if self.settings.ground_dates:
+            values = self._ground_dates(call, tool, values, cctx)
         decision = self.policy.authorize(principal, tool, values)
         if not decision.allowed:
             raise NotPermitted(decision.reason or f"{tool.name} is not permitted")
         if self.envelope is not None and tool.effect is not _READ and self.envelope.applies_to(tool.name):
             self.envelope.check(tool.name, values)  # code checks the set point before any person is asked
         return tool, values
+
+    @staticmethod
+    def _ground_dates(call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext) -> dict[str, Any]:
+        """``values`` with their dates held to the request's (``dated.ground_dates``), a replacement recorded."""
+        values, regrounded = ground_dates(tool.name, values, tool.identifiers, cctx.grounding, cctx.question,
+                                          cctx.today or date.today())
+        if regrounded:
+            cctx.tracer.record(EventKind.ARGUMENT_REGROUNDED, f"Date re-grounded: {tool.name}", tool=tool.name,
+                               call_id=call.id, detail={"regrounded": [r.to_dict() for r in regrounded]})
+        return values
 
     def admit_edit(self, tool: Tool, arguments: Mapping[str, Any], requester: Principal,
                    resources: Mapping[str, Any]) -> tuple[dict[str, Any], str]:

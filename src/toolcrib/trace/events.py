@@ -38,10 +38,12 @@ class EventKind(StrEnum):
 
     RUN_STARTED = "run_started"
     RUN_RESUMED = "run_resumed"
+    VALUES_LINKED = "values_linked"  # code linked what the request names to the data; detail: {"links": [...]}
     TOOLS_OFFERED = "tools_offered"  # detail: {"offered": [...], "withheld": {name: reason}}
     MODEL_DECISION = "model_decision"  # status: tool_calls or text; detail: the calls or the text; tokens; ms
     CALL_PROPOSED = "call_proposed"  # one per proposed call: tool, call_id, arguments
     CALL_DROPPED = "call_dropped"  # proposed but not run (single-call mode, over budget)
+    ARGUMENT_REGROUNDED = "argument_regrounded"  # a date the model wrote replaced by the request's; detail: which
     CALL_REFUSED = "call_refused"  # error_code says why (unknown_tool, not_offered, invalid_arguments, ...)
     CALL_HELD = "call_held"  # a WRITE/ACTUATE held for approval: proposal_id
     CALL_APPROVED = "call_approved"  # a person approved proposal_id; detail: {"approver": ...}

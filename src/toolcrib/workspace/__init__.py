@@ -340,6 +340,7 @@ class Workspace:
                                          untrusted_sensitive=self.config.tools.untrusted_sensitive,
                                          egress_allowlist=tuple(self.config.tools.egress_allowlist),
                                          unrequested_writes=self.config.tools.unrequested_writes,
+                                         ground_dates=self.config.tools.ground_dates,
                                          proposal_ttl_s=dict(self.config.policy.proposal_ttl)),
                    approvals=approvals or self.approvals(), audit=audit or self.audit(),
                    envelope=envelope, scanner=PatternScanner())

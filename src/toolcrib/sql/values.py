@@ -1,0 +1,160 @@
+"""The workspace database's own values, indexed so a request's words can be linked to them.
+
+A person names things by name: "Is Mango up to date with her vaccinations?", "have we got any amoxicillin?",
+"free slots with Dr Patel". The tools that answer are keyed by an id (``lookup_pet(pet_id)``), and a small
+model writes the name it was given where the stored value is longer ("Patel" for "Dr Priya Patel"). The
+index holds the short text values of the allowed tables' columns, each with how many rows hold it and, where
+one row does and the table has a key column (its values unique), that row's key; ``link`` finds the values
+a text names, by their distinctive words (a word held by few values weighs more than one held by many), so
+code can give the model the stored value and the row's id, and the gate can ground that id in the data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from toolcrib.sql.base import ReadOnlySQL
+from toolcrib.text import IDENTIFIER, STOP_WORDS, stem
+
+_TEXT_TYPE = re.compile(r"(?i)char|text|clob|string|^$")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_MAX_CHARS = 60  # a longer text is a note or a description, not a name
+_PAGES = 25  # pages of ``row_cap`` distinct values read per column, at most
+_DISTINCT = 3  # a word held by more values than this says nothing on its own
+_LINKS = 6  # links per text, at most
+_LONG = 7  # a word this long, held by one value, names it even in lower case ("amoxicillin")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\W*$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One distinct value of one column, with the row key when exactly one row holds it."""
+
+    table: str
+    column: str
+    value: str
+    rows: int
+    key: tuple[str, str] | None  # (key column, the row's key) when one row holds the value
+
+
+@dataclass(frozen=True)
+class Link:
+    """A value a text names: the text's words, and where the value is stored."""
+
+    said: str
+    entry: Entry
+
+    def describe(self) -> str:
+        """``"Mango" = pets.name "Mango" (pet_id PET-202)``."""
+        e = self.entry
+        where = f'{e.table}.{e.column} "{e.value}"'
+        if e.key is not None:
+            where += f" ({e.key[0]} {e.key[1]})"
+        elif e.rows > 1:
+            where += f" ({e.rows} rows)"
+        return f'"{self.said}" = {where}'
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in (stem(m.casefold()) for m in _WORD.findall(text)) if w not in STOP_WORDS]
+
+
+class ValueIndex:
+    """The short text values of a database's allowed tables, by their words. Build it with ``build``."""
+
+    def __init__(self, entries: list[Entry]) -> None:
+        self.entries = entries
+        self._by_word: dict[str, list[Entry]] = defaultdict(list)
+        self._words: dict[int, tuple[str, ...]] = {}
+        for i, entry in enumerate(entries):
+            words = tuple(dict.fromkeys(_words(entry.value)))
+            self._words[i] = words
+            for word in words:
+                self._by_word[word].append(entry)
+        self._index = {id(e): i for i, e in enumerate(entries)}
+        # how many distinct values hold each word (the same value in two columns counts once)
+        self._held = {w: len({e.value.casefold() for e in es}) for w, es in self._by_word.items()}
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @classmethod
+    def build(cls, sql: ReadOnlySQL) -> ValueIndex:
+        """Read every allowed table's short text values (views aside)."""
+        schema = sql.schema()
+        entries: list[Entry] = []
+        for table, columns in sorted(schema.columns.items()):
+            if table in schema.views:
+                continue
+            key = _key_column(sql, table, [c for c, _ in columns])
+            for column, declared in columns:
+                if column != key and _TEXT_TYPE.search(declared):
+                    entries += _column_entries(sql, table, column, key)
+        return cls(entries)
+
+    def link(self, text: str) -> tuple[Link, ...]:
+        """The values ``text`` names, best first. A value is named when most of its weight of words is in
+        the text (a word held by many values weighs little) and one of those words is held by few values,
+        or when the text gives a word only that value holds and the word is a name (capitalised inside a
+        sentence: "Tamarack") or long enough to be no common word ("amoxicillin"). A word that fits many
+        values links none of them."""
+        said: dict[str, str] = {}
+        named: set[str] = set()
+        for m in _WORD.finditer(text):
+            word = stem(m.group(0).casefold())
+            if word in STOP_WORDS:
+                continue
+            said.setdefault(word, m.group(0))
+            if m.group(0)[0].isupper() and not _SENTENCE_START.search(text[:m.start()]):
+                named.add(word)
+        candidates = {id(e): e for word in said for e in self._by_word.get(word, ())}
+        scored: list[tuple[float, Link]] = []
+        for entry in candidates.values():
+            words = self._words[self._index[id(entry)]]
+            matched = [w for w in words if w in said]
+            weight = {w: 1.0 / self._held[w] for w in words}
+            score = sum(weight[w] for w in matched) / sum(weight.values())
+            own = any(self._held[w] == 1 and (w in named or len(w) >= _LONG) for w in matched)
+            if own or (score >= 0.5 and any(self._held[w] <= _DISTINCT for w in matched)):
+                scored.append((score, Link(" ".join(said[w] for w in matched), entry)))
+        scored.sort(key=lambda s: (-s[0], s[1].entry.key is None, s[1].entry.table, s[1].entry.column))
+        links: list[Link] = []
+        for _, link in scored:
+            same = [k for k in links if k.entry.value.casefold() == link.entry.value.casefold()]
+            if same and (link.entry.key is None or same[0].entry.key is not None):
+                continue  # the same value stored in another column too ("Dr Priya Patel" in two tables)
+            links.append(link)
+        return tuple(links[:_LINKS])
+
+
+def _key_column(sql: ReadOnlySQL, table: str, columns: list[str]) -> str | None:
+    """The first column whose values are all present and all different: a row's key."""
+    counts = ", ".join(f'COUNT(DISTINCT "{c}")' for c in columns)
+    row = sql.execute_unchecked(f'SELECT COUNT(*), {counts} FROM "{table}"')["rows"]
+    if not row or not row[0][0]:
+        return None
+    total, *distinct = row[0]
+    return next((c for c, n in zip(columns, distinct, strict=True) if n == total), None)
+
+
+def _column_entries(sql: ReadOnlySQL, table: str, column: str, key: str | None) -> list[Entry]:
+    """The column's short text values that are names (not dates, not identifiers), page by page."""
+    one_key = f'MIN("{key}")' if key else "NULL"
+    entries: list[Entry] = []
+    for page in range(_PAGES):
+        result = sql.execute_unchecked(
+            f'SELECT "{column}", COUNT(*), {one_key} FROM "{table}" WHERE "{column}" IS NOT NULL '
+            f'GROUP BY "{column}" ORDER BY "{column}" LIMIT {sql.row_cap} OFFSET {page * sql.row_cap}')
+        for value, rows, row_key in result["rows"]:
+            text = str(value).strip()
+            if (not text or len(text) > _MAX_CHARS or _ISO_DATE.match(text) or IDENTIFIER.fullmatch(text)
+                    or not _WORD.search(text)):
+                continue
+            entries.append(Entry(table, column, text, int(rows),
+                                 (key, str(row_key)) if key and rows == 1 and row_key is not None else None))
+        if not result["truncated"] and result["row_count"] < sql.row_cap:
+            break
+    return entries

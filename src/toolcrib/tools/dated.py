@@ -1,0 +1,92 @@
+"""The dates a call's arguments hold, held to the dates the run was given.
+
+A small model writes the year it learned in: asked about "Tuesday 8 December", it calls
+``find_free_slots(date="2023-12-08")`` and the answer says no slot is free. Every ISO date inside a string
+argument (a day, a day and time, a date inside a query) must be a date the request states (resolved by code,
+``dates.stated_dates``) or one a text the run has seen holds. One that is not is re-grounded where the request
+says which date it meant (the one of the request's days with the same day and month, or its only day), and
+refused otherwise, with the dates that would have been accepted, so the next decision can correct itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from toolcrib.dates import Stated, iso_dates, stated_dates
+from toolcrib.errors import UngroundedArgument
+from toolcrib.tools.grounding import Grounding
+
+
+@dataclass(frozen=True)
+class Regrounded:
+    """One date of an argument the gate replaced by the request's: what the model wrote, what runs, why."""
+
+    argument: str
+    written: str
+    grounded: str
+    because: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"argument": self.argument, "written": self.written, "grounded": self.grounded,
+                "because": self.because}
+
+
+def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], grounding: Grounding, question: str,
+                 today: date) -> tuple[dict[str, Any], list[Regrounded]]:
+    """``values`` with each date no source gives replaced by the request's date it stands for, and what was
+    replaced; ``skip`` names arguments grounded otherwise (identifiers). Raises UngroundedArgument for a date
+    the request does not say how to replace."""
+    changed: dict[str, Any] = {}
+    regrounded: list[Regrounded] = []
+    for name, value in values.items():
+        if type(value) is not str or "-" not in value or name in skip:
+            continue
+        found = iso_dates(value)
+        if not found:
+            continue
+        stated = stated_dates(question, today)
+        text = value
+        for day, m in reversed(found):  # from the end: replacing keeps the earlier dates' places
+            if _given(day, stated, grounding, today):
+                continue
+            meant = _meant(day, stated)
+            if meant is None:
+                raise UngroundedArgument(_refusal(tool, name, m.group(0), stated))
+            text = text[:m.start()] + meant.isoformat() + text[m.end():]
+            because = (f"the request gives {_listed(stated)}" if stated else "")
+            regrounded.append(Regrounded(name, m.group(0), meant.isoformat(), because))
+        if text != value:
+            changed[name] = text
+    return ({**values, **changed} if changed else values), regrounded[::-1]
+
+
+def _given(day: date, stated: Sequence[Stated], grounding: Grounding, today: date) -> bool:
+    """The request states ``day`` (or a span holding it), or a text the run has seen holds it."""
+    if any(s.holds(day) for s in stated) or grounding.contains(day.isoformat()):
+        return True
+    return any(s.day == day for _, text in grounding.sources for s in stated_dates(text, today))
+
+
+def _meant(day: date, stated: Sequence[Stated]) -> date | None:
+    """The request's day ``day`` stands for: the one with the same day and month (a wrong year), else the
+    request's only day; None when the request does not say."""
+    days = [s.day for s in stated if s.day is not None]
+    same = [d for d in days if (d.month, d.day) == (day.month, day.day)]
+    if len(same) == 1:
+        return same[0]
+    return days[0] if len(days) == 1 and len(stated) == 1 else None
+
+
+def _listed(stated: Sequence[Stated]) -> str:
+    return ", ".join(s.describe() for s in stated)
+
+
+def _refusal(tool: str, argument: str, written: str, stated: Sequence[Stated]) -> str:
+    """The refusal the model reads: which date, and which would have been accepted."""
+    head = f"{tool}: {argument} holds the date {written}, which neither the request nor any tool result gives"
+    if stated:
+        return f"{head}; the request gives {_listed(stated)}: use one of those"
+    return f"{head}; the request gives no date: do not choose one, ask the user which day they mean"

@@ -1,0 +1,121 @@
+"""What a request names by name is linked to the data: "Mango" reaches ``lookup_pet`` by the id its row holds,
+the id grounded in the workspace's data (and shown as coming from there), for a user who may query it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+
+from toolcrib import (
+    Effect,
+    EventKind,
+    Gate,
+    GroupPolicy,
+    Identifier,
+    Principal,
+    Registry,
+    Runner,
+    ScriptedModel,
+    Tracer,
+    tool,
+)
+from toolcrib.agent.reading import LINKED
+from toolcrib.policy import SQLiteApprovalStore
+from toolcrib.sql.sqlite import SQLiteReadOnly
+from toolcrib.sql.tool import SQL_RESOURCE, make_sql_query_tool
+from toolcrib.sql.values import ValueIndex
+
+STAFF = Principal("rosa", groups=frozenset({"staff"}))
+CLIENT = Principal("tom", groups=frozenset({"clients"}))
+LOOKED_UP: list[str] = []
+
+
+@tool
+def lookup_pet(pet_id: Annotated[str, Identifier(shape=r"PET-\d+")]) -> dict[str, Any]:
+    """Look up one pet: name, species and the vaccinations it is due."""
+    LOOKED_UP.append(pet_id)
+    return {"pet_id": pet_id, "name": "Mango", "vaccination_due": "2026-12-01"}
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> SQLiteReadOnly:
+    path = tmp_path / "clinic.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""
+            CREATE TABLE pets (pet_id TEXT PRIMARY KEY, name TEXT, species TEXT);
+            INSERT INTO pets VALUES ('PET-201', 'Biscuit', 'dog'), ('PET-202', 'Mango', 'cat'),
+                                    ('PET-203', 'Hazel', 'dog'), ('PET-204', 'Pepper', 'dog');
+            CREATE TABLE medicines (code TEXT PRIMARY KEY, name TEXT, stock INTEGER);
+            INSERT INTO medicines VALUES ('RX-104', 'Amoxicillin-clavulanate 250 mg tablets', 0),
+                                         ('RX-105', 'Carprofen 50 mg tablets', 12),
+                                         ('RX-106', 'Meloxicam 1 mg tablets', 3);
+            CREATE TABLE slots (vet TEXT, starts_at TEXT, PRIMARY KEY (vet, starts_at));
+            INSERT INTO slots VALUES ('Dr Priya Patel', '2026-12-08T09:00'), ('Dr Priya Patel', '2026-12-08T10:00'),
+                                     ('Dr Sean Murphy', '2026-12-08T09:00');
+        """)
+    return SQLiteReadOnly(path, ["pets", "medicines", "slots"])
+
+
+def test_the_values_a_request_names_are_linked_to_their_rows(database: SQLiteReadOnly) -> None:
+    index = ValueIndex.build(database)
+    described = [link.describe() for link in index.link("Is Mango up to date with her vaccinations?")]
+    assert described == ['"Mango" = pets.name "Mango" (pet_id PET-202)']
+    described = [link.describe() for link in index.link("Have we got any amoxicillin left?")]
+    assert described == ['"amoxicillin" = medicines.name "Amoxicillin-clavulanate 250 mg tablets" (code RX-104)']
+    described = [link.describe() for link in index.link("Any free slots with Dr Patel?")]
+    assert described == ['"Patel" = slots.vet "Dr Priya Patel" (2 rows)']  # a value of many rows: no key
+
+
+def test_a_word_many_values_hold_links_none_and_ids_and_dates_are_not_indexed(database: SQLiteReadOnly) -> None:
+    index = ValueIndex.build(database)
+    assert index.link("How many tablets do we keep?") == ()  # held by every medicine's name
+    assert index.link("What is our cancellation policy?") == ()
+    assert not [e for e in index.entries if e.value.startswith(("PET-", "RX-", "2026-"))]
+
+
+@tool(effect=Effect.WRITE)
+def send_reminder(pet_id: Annotated[str, Identifier(shape=r"PET-\d+")]) -> dict[str, Any]:
+    """Send the owner of one pet a vaccination reminder."""
+    return {"sent": pet_id}
+
+
+def runner(database: SQLiteReadOnly, replies: list[Any], tracer: Tracer, approvals: Path | None = None) -> Runner:
+    sql_query = make_sql_query_tool(database.describe_schema())
+    gate = Gate(Registry([lookup_pet, send_reminder, sql_query]),
+                GroupPolicy({"staff": ["*"], "clients": ["lookup_pet"]}),
+                approvals=SQLiteApprovalStore(approvals) if approvals else None)
+    return Runner(ScriptedModel(replies), gate, resources={SQL_RESOURCE: database}, tracer_factory=lambda: tracer)
+
+
+def test_a_pet_named_by_name_is_looked_up_by_its_id(database: SQLiteReadOnly) -> None:
+    LOOKED_UP.clear()
+    tracer = Tracer()
+    replies = [{"tool_calls": [{"name": "lookup_pet", "arguments": {"pet_id": "PET-202"}}]},
+               "Mango's vaccination is due on 2026-12-01 [lookup_pet#1]."]
+    answer = runner(database, replies, tracer).ask("Is Mango up to date with her vaccinations?", STAFF)
+    assert LOOKED_UP == ["PET-202"] and answer.outcome == "answered" and "2026-12-01" in answer.text
+    linked, = [e for e in tracer.events if e.kind is EventKind.VALUES_LINKED]
+    assert linked.detail["links"] == ['"Mango" = pets.name "Mango" (pet_id PET-202)']
+    offered = next(e for e in tracer.events if e.kind is EventKind.TOOLS_OFFERED)
+    assert "lookup_pet" in offered.detail["offered"]  # its id is in the data the request named
+
+
+def test_a_linked_id_in_a_write_shows_the_approver_where_it_came_from(database: SQLiteReadOnly,
+                                                                      tmp_path: Path) -> None:
+    replies = [{"tool_calls": [{"name": "send_reminder", "arguments": {"pet_id": "PET-202"}}]}, "Held."]
+    runner(database, replies, Tracer(), tmp_path / "approvals.db").ask("Send Mango's owner a reminder.", STAFF)
+    proposal, = SQLiteApprovalStore(tmp_path / "approvals.db").pending()
+    assert proposal.review.provenance["pet_id"] == [LINKED.label]
+    assert not proposal.review.warnings
+
+
+def test_a_user_who_may_not_query_the_data_gets_no_link(database: SQLiteReadOnly) -> None:
+    LOOKED_UP.clear()
+    tracer = Tracer()
+    replies = [{"tool_calls": [{"name": "lookup_pet", "arguments": {"pet_id": "PET-202"}}]}, "Done.", "Done."]
+    runner(database, replies, tracer).ask("Is Mango up to date with her vaccinations?", CLIENT)
+    assert LOOKED_UP == []  # no id to ground it: refused, never run
+    assert not [e for e in tracer.events if e.kind is EventKind.VALUES_LINKED]
