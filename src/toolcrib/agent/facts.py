@@ -15,6 +15,7 @@ from toolcrib.text import CODE_IDENTIFIER
 # A figure: an optional currency sign, digits with thousands separators and decimals, an optional %; not
 # the digits of an identifier or the month and day of an ISO date (after a hyphen).
 _FIGURE = re.compile(r"(?<![\w.-])([$€£]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)")
+_TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2})T(?=\d)")
 _ANY_FIGURE = re.compile(r"(?<![\w.])([$€£]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)")  # after a hyphen too
 
 
@@ -31,6 +32,8 @@ class Facts:
         """What ``text`` states; as ``evidence``, every number in it counts, the parts of a date or an
         identifier too ("2026-11-18" supports "November 18, 2026")."""
         figures = set()
+        if evidence:  # the time of an ISO timestamp is a figure of its own: 2026-12-09T10:15 gives 10 and 15
+            text = _TIMESTAMP.sub(r"\1 ", text)
         for currency, whole, decimals, percent in (_ANY_FIGURE if evidence else _FIGURE).findall(text):
             value = float(whole.replace(",", "") + decimals)
             if evidence or currency or decimals or percent or value >= 10:

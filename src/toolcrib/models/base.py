@@ -72,6 +72,8 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     strict: bool = True
+    # per string parameter, the pattern a model decoding under a grammar writes it in (``Tool.grammar``)
+    grammar: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

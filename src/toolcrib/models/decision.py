@@ -60,6 +60,9 @@ def _grammar_arguments(tool: ToolSpec) -> dict[str, Any]:
     (``"items": {}``, say) accepts any JSON value instead, so one odd parameter does not take the
     local model away from every tool: the gate still validates it against the real schema."""
     schema: dict[str, Any] = _sanitize(inline_refs(tool.parameters))
+    for name, pattern in tool.grammar:  # written under the tool's own pattern, where the converter takes it
+        if name in schema.get("properties", {}) and _pattern_supported(pattern):
+            schema["properties"][name] = {"type": "string", "pattern": pattern}
     if _convertible(json.dumps(schema)):
         return schema
     properties: dict[str, Any] = schema.get("properties", {})

@@ -20,9 +20,10 @@ _DESCRIPTION = (
 )
 
 
-def make_sql_query_tool(schema_text: str = "", *, timeout_s: float = 10.0) -> Tool:
+def make_sql_query_tool(schema_text: str = "", *, timeout_s: float = 10.0, pattern: str | None = None) -> Tool:
     """Build the ``sql_query`` tool; ``schema_text`` (from ``ReadOnlySQL.describe_schema()``)
-    goes into the description so the model knows the tables and columns of this workspace."""
+    goes into the description so the model knows the tables and columns of this workspace, and ``pattern``
+    (``grammar.select_pattern``) is what a model decoding under a grammar writes the query in."""
 
     def sql_query(query: str, params: list[str | int | float | None] | None = None, *,
                   ctx: ToolContext) -> QueryResult:
@@ -39,7 +40,7 @@ def make_sql_query_tool(schema_text: str = "", *, timeout_s: float = 10.0) -> To
 
     description = _DESCRIPTION + ("\n" + schema_text.strip() if schema_text.strip() else "")
     return make_tool(sql_query, name="sql_query", description=description, effect=Effect.READ,
-                     timeout_s=timeout_s, tags=(SQL_RESOURCE,))
+                     timeout_s=timeout_s, tags=(SQL_RESOURCE,), grammar={"query": pattern} if pattern else {})
 
 
 sql_query = make_sql_query_tool()

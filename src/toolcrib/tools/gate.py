@@ -28,11 +28,11 @@ from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed_values, proposal_hash
 from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
-from toolcrib.tools.dated import ground_dates
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.invoke import invoke
 from toolcrib.tools.provenance import argument_sources, check_egress, checks_run, requested_in, unrequested
 from toolcrib.tools.registry import Offer, Registry
+from toolcrib.tools.regrounding import ground_dates, unnamed_filters
 from toolcrib.tools.result import CallOutcome, Status, encoded_ok_payload, error_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.trace.events import DecidedBy, EventKind
@@ -97,8 +97,9 @@ class GateSettings:
     # read in the run, speaks of it (``Tool.mentioned_in``): allowed ("off"), held with a warning, or refused
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
     # a date in an argument that neither the request states nor a text the run has seen holds: re-grounded
-    # to the request's date it stands for, or refused (``dated.ground_dates``); False lets any date through
-    ground_dates: bool = True
+    # to the request's date it stands for, or refused; a READ's optional filter no text holds: left out
+    # (``regrounding``); False lets any such value through
+    ground_values: bool = True
     # how long a proposal of this tool waits for a decision before it expires (default: the store's)
     proposal_ttl_s: Mapping[str, float] = field(default_factory=dict)
 
@@ -162,8 +163,8 @@ class Gate:
                 raise UngroundedArgument(
                     f"{tool.name}: {name} '{value}' does not appear in the request or in any earlier tool "
                     f"result; ask the user for the exact {name} instead of guessing it")
-        if self.settings.ground_dates:
-            values = self._ground_dates(call, tool, values, cctx)
+        if self.settings.ground_values:
+            values = self._ground_values(call, tool, values, cctx)
         decision = self.policy.authorize(principal, tool, values)
         if not decision.allowed:
             raise NotPermitted(decision.reason or f"{tool.name} is not permitted")
@@ -172,13 +173,15 @@ class Gate:
         return tool, values
 
     @staticmethod
-    def _ground_dates(call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext) -> dict[str, Any]:
-        """``values`` with their dates held to the request's (``dated.ground_dates``), a replacement recorded."""
-        values, regrounded = ground_dates(tool.name, values, tool.identifiers, cctx.grounding, cctx.question,
-                                          cctx.today or date.today())
-        if regrounded:
-            cctx.tracer.record(EventKind.ARGUMENT_REGROUNDED, f"Date re-grounded: {tool.name}", tool=tool.name,
-                               call_id=call.id, detail={"regrounded": [r.to_dict() for r in regrounded]})
+    def _ground_values(call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext) -> dict[str, Any]:
+        """``values`` with their dates held to the request's (``regrounding.ground_dates``) and a READ's
+        filters nobody named left out (``regrounding.unnamed_filters``), what changed recorded."""
+        values, dated = ground_dates(tool.name, values, tool.identifiers, cctx.grounding, cctx.question,
+                                     cctx.today or date.today())
+        values, dropped = unnamed_filters(tool, values, cctx.grounding)
+        if dated or dropped:
+            cctx.tracer.record(EventKind.ARGUMENT_REGROUNDED, f"Arguments re-grounded: {tool.name}", tool=tool.name,
+                               call_id=call.id, detail={"regrounded": [r.to_dict() for r in dated + dropped]})
         return values
 
     def admit_edit(self, tool: Tool, arguments: Mapping[str, Any], requester: Principal,

@@ -98,4 +98,5 @@ class Offer:
 
 def tool_specs(tools: Iterable[Tool]) -> list[ToolSpec]:
     """What the model is shown about ``tools``."""
-    return [ToolSpec(name=t.name, description=t.description, parameters=t.parameters) for t in tools]
+    return [ToolSpec(name=t.name, description=t.description, parameters=t.parameters, grammar=t.grammar)
+            for t in tools]

@@ -119,6 +119,7 @@ class ToolOptions(TypedDict, total=False):
     untrusted_fields: Sequence[str]
     inline: bool
     artifacts: ResultArtifacts | None
+    grammar: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,9 @@ class Tool:
     # on it, waits for it: declare only short, pure, non-blocking functions inline (no I/O, no locks).
     inline: bool = False
     artifacts: ResultArtifacts | None = None  # the files a result produced (see ResultArtifacts)
+    # per string parameter, a pattern a model that decodes under a grammar writes it in (the SQL over the real
+    # schema); never used to validate: a capable model's value is checked by the tool as it always was
+    grammar: tuple[tuple[str, str], ...] = ()
     # derived (not constructor arguments): whether the arguments may be validated as Python objects
     # with the same results as validating their JSON text (see ``validates_as_python``)
     _python_args: bool = field(default=False, init=False, repr=False, compare=False)
@@ -260,8 +264,8 @@ class Tool:
             raise ConfigError(f"tool name {self.name!r} is not valid: use 1 to 128 characters, each a letter, "
                               "a digit, '_', '.' or '-'", key="tools")
         declared = self.parameters.get("properties", {})
-        for option in ("identifiers", "sensitive", "egress"):  # however the tool was built or changed
-            undeclared = [name for name in getattr(self, option) if name not in declared]
+        for option in ("identifiers", "sensitive", "egress", "grammar"):  # however the tool was built or changed
+            undeclared = [name for name, *_ in map(_named_option, getattr(self, option)) if name not in declared]
             if undeclared:
                 raise ConfigError(f"tool '{self.name}': {option} {undeclared} are not among its parameters",
                                   key="tools")
@@ -379,6 +383,11 @@ def make_tool(
                          args_model, context_param=context_param, identifier_shapes=tuple(shapes), **options)
 
 
+def _named_option(entry: str | tuple[str, str]) -> tuple[str, ...]:
+    """A per-parameter option's entry as (parameter, ...): a name, or a (name, value) pair."""
+    return (entry,) if isinstance(entry, str) else entry
+
+
 def assemble_tool(
     name: str,
     description: str,
@@ -424,6 +433,7 @@ def assemble_tool(
         untrusted_fields=tuple(options.get("untrusted_fields", ())),
         inline=options.get("inline", False),
         artifacts=options.get("artifacts"),
+        grammar=tuple(options.get("grammar", {}).items()),
     )
 
 

@@ -221,10 +221,13 @@ class Workspace:
 
             return make_code_interpreter_tool(self.sandbox, self.artifacts_dir, relative_to=self.root)
         if name == "sql_query":
+            from toolcrib.sql.grammar import select_pattern
             from toolcrib.sql.tool import make_sql_query_tool
 
             sql = self.resources.get("sql")
-            return make_sql_query_tool(sql.describe_schema() if sql is not None else "")
+            if sql is None:
+                return make_sql_query_tool()
+            return make_sql_query_tool(sql.describe_schema(), pattern=select_pattern(sql.schema()))
         from toolcrib.retrieval.tool import make_vector_search_tool
 
         return make_vector_search_tool()
@@ -340,7 +343,7 @@ class Workspace:
                                          untrusted_sensitive=self.config.tools.untrusted_sensitive,
                                          egress_allowlist=tuple(self.config.tools.egress_allowlist),
                                          unrequested_writes=self.config.tools.unrequested_writes,
-                                         ground_dates=self.config.tools.ground_dates,
+                                         ground_values=self.config.tools.ground_values,
                                          proposal_ttl_s=dict(self.config.policy.proposal_ttl)),
                    approvals=approvals or self.approvals(), audit=audit or self.audit(),
                    envelope=envelope, scanner=PatternScanner())

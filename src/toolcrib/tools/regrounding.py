@@ -1,4 +1,5 @@
-"""The dates a call's arguments hold, held to the dates the run was given.
+"""Values a model wrote that no source gives: the dates a call's arguments hold, held to the dates the run was
+given, and a filter of a lookup nobody named, left out.
 
 A small model writes the year it learned in: asked about "Tuesday 8 December", it calls
 ``find_free_slots(date="2023-12-08")`` and the answer says no slot is free. Every ISO date inside a string
@@ -6,6 +7,11 @@ argument (a day, a day and time, a date inside a query) must be a date the reque
 ``dates.stated_dates``) or one a text the run has seen holds. One that is not is re-grounded where the request
 says which date it meant (the one of the request's days with the same day and month, or its only day), and
 refused otherwise, with the dates that would have been accepted, so the next decision can correct itself.
+
+A small model also fills a lookup's optional filters with words nobody said: ``find_free_slots(date=...,
+vet="None")`` finds no slot of a vet called "None". An optional free-text argument of a READ whose value no
+text of the run holds (not the request, not a result, not a value linked to the data) is left out, so the
+tool's own default applies, and recorded like a re-grounded date.
 """
 
 from __future__ import annotations
@@ -18,11 +24,15 @@ from typing import Any
 from toolcrib.dates import Stated, iso_dates, stated_dates
 from toolcrib.errors import UngroundedArgument
 from toolcrib.tools.grounding import Grounding
+from toolcrib.tools.tool import Effect, Tool
+
+_FILTER_WORDS = 6  # a longer text is what the tool searches for, not a filter
 
 
 @dataclass(frozen=True)
 class Regrounded:
-    """One date of an argument the gate replaced by the request's: what the model wrote, what runs, why."""
+    """One value of an argument the gate replaced or left out: what the model wrote, what runs ("" when
+    left out), why."""
 
     argument: str
     written: str
@@ -32,6 +42,28 @@ class Regrounded:
     def to_dict(self) -> dict[str, str]:
         return {"argument": self.argument, "written": self.written, "grounded": self.grounded,
                 "because": self.because}
+
+
+def unnamed_filters(tool: Tool, values: dict[str, Any], grounding: Grounding) -> tuple[dict[str, Any],
+                                                                                     list[Regrounded]]:
+    """``values`` less the optional free-text filters of a READ that no text of the run holds."""
+    if tool.effect is not Effect.READ:
+        return values, []
+    required = set(tool.parameters.get("required", ()))
+    properties = tool.parameters.get("properties", {})
+    dropped = [Regrounded(name, value, "", "no text of the run gives it: the tool's default applies")
+               for name, value in values.items()
+               if name not in required and name not in tool.identifiers and type(value) is str and value.strip()
+               and len(value.split()) <= _FILTER_WORDS and _free_text(properties.get(name, {}))
+               and not iso_dates(value) and not grounding.contains(value)]
+    if not dropped:
+        return values, []
+    return {k: v for k, v in values.items() if k not in {d.argument for d in dropped}}, dropped
+
+
+def _free_text(schema: dict[str, Any]) -> bool:
+    """A plain string parameter: no enum, constant, pattern or format says which values it takes."""
+    return schema.get("type") == "string" and not schema.keys() & {"enum", "const", "pattern", "format"}
 
 
 def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], grounding: Grounding, question: str,

@@ -17,6 +17,7 @@ from toolcrib.tools.grounding import Grounding
 TODAY = date(2026, 12, 7)  # a Monday
 USER = Principal("rosa", groups=frozenset({"staff"}))
 ASKED: list[str] = []
+VETS: list[str] = []
 
 
 @pytest.mark.parametrize(("text", "resolved"), [
@@ -45,6 +46,7 @@ def test_a_weekday_that_does_not_fit_the_day_is_said() -> None:
 def find_free_slots(date: str, vet: str = "") -> dict[str, Any]:
     """The free appointment slots of one day."""
     ASKED.append(date)
+    VETS.append(vet)
     return {"date": date, "free_slots": ["10:00", "14:30"] if date == "2026-12-08" else []}
 
 
@@ -117,7 +119,7 @@ def test_dates_the_request_or_a_result_holds_pass_unchanged() -> None:
 
 
 def test_the_check_can_be_turned_off() -> None:
-    gate = Gate(GATE.registry, GATE.policy, settings=GateSettings(ground_dates=False))
+    gate = Gate(GATE.registry, GATE.policy, settings=GateSettings(ground_values=False))
     cctx = CallContext(USER, Tracer(), Grounding("policy?"), question="policy?", today=TODAY)
     outcome = asyncio.run(gate.run(ToolCall("c1", "find_free_slots", {"date": "2023-12-08"}), cctx))
     assert outcome.status == "ok"
@@ -130,3 +132,14 @@ def test_a_run_whose_model_writes_the_wrong_year_answers_from_the_requests_day()
     answer = Runner(model, GATE).ask("Which slots are free on 8 December 2026?", USER)
     assert ASKED == ["2026-12-08"]
     assert "10:00" in answer.text and answer.outcome == "answered"
+
+
+def test_a_filter_nobody_named_is_left_out_and_one_the_request_names_is_kept() -> None:
+    ASKED.clear()
+    VETS.clear()
+    status, _, tracer = admitted("Which slots are free on 8 December 2026?", {"date": "2026-12-08", "vet": "None"})
+    assert status == "ok" and VETS == [""]  # the tool's default: any vet
+    event, = [e for e in tracer.events if e.kind is EventKind.ARGUMENT_REGROUNDED]
+    assert event.detail["regrounded"][0]["written"] == "None" and event.detail["regrounded"][0]["grounded"] == ""
+    admitted("Free slots with Dr Patel on 8 December 2026?", {"date": "2026-12-08", "vet": "Dr Patel"})
+    assert VETS == ["", "Dr Patel"]
