@@ -52,11 +52,17 @@ def database(tmp_path: Path) -> SQLiteReadOnly:
             INSERT INTO medicines VALUES ('RX-104', 'Amoxicillin-clavulanate 250 mg tablets', 0),
                                          ('RX-105', 'Carprofen 50 mg tablets', 12),
                                          ('RX-106', 'Meloxicam 1 mg tablets', 3);
+            CREATE TABLE visits (visit_id TEXT PRIMARY KEY, vet TEXT, status TEXT, service_code TEXT);
+            INSERT INTO visits VALUES ('V-1', 'Dr Priya Patel', 'booked', 'CONS-LONG'),
+                                      ('V-2', 'Dr Priya Patel', 'booked', 'CONS-STD'),
+                                      ('V-3', 'Dr Sean Murphy', 'booked', 'CONS-STD'),
+                                      ('V-4', 'Dr Sean Murphy', 'cancelled', 'CONS-STD'),
+                                      ('V-5', 'Dr Priya Patel', 'cancelled', 'CONS-LONG');
             CREATE TABLE slots (vet TEXT, starts_at TEXT, PRIMARY KEY (vet, starts_at));
             INSERT INTO slots VALUES ('Dr Priya Patel', '2026-12-08T09:00'), ('Dr Priya Patel', '2026-12-08T10:00'),
                                      ('Dr Sean Murphy', '2026-12-08T09:00');
         """)
-    return SQLiteReadOnly(path, ["pets", "medicines", "slots"])
+    return SQLiteReadOnly(path, ["pets", "medicines", "slots", "visits"])
 
 
 def test_the_values_a_request_names_are_linked_to_their_rows(database: SQLiteReadOnly) -> None:
@@ -73,7 +79,13 @@ def test_a_word_many_values_hold_links_none_and_ids_and_dates_are_not_indexed(da
     index = ValueIndex.build(database)
     assert index.link("How many tablets do we keep?") == ()  # held by every medicine's name
     assert index.link("What is our cancellation policy?") == ()
-    assert not [e for e in index.entries if e.value.startswith(("PET-", "RX-", "2026-"))]
+    assert not [e for e in index.entries if e.value.startswith(("PET-", "RX-", "2026-", "CONS-"))]
+
+
+def test_a_column_of_kinds_links_only_a_name(database: SQLiteReadOnly) -> None:
+    index = ValueIndex.build(database)
+    assert index.link("Which visits are booked for a long consultation?") == ()  # a status; a code
+    assert [link.entry.value for link in index.link("Is Murphy booked?")] == ["Dr Sean Murphy"]
 
 
 @tool(effect=Effect.WRITE)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from toolcrib.sql.base import ReadOnlySQL
 from toolcrib.text import IDENTIFIER, STOP_WORDS, stem
@@ -21,6 +21,8 @@ from toolcrib.text import IDENTIFIER, STOP_WORDS, stem
 _TEXT_TYPE = re.compile(r"(?i)char|text|clob|string|^$")
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_CODE = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+$")  # CONS-LONG, acct-okafor: a code, not a name
+_ENUM = 12  # a column of this many distinct values or fewer, each on several rows, holds kinds (a status)
 _MAX_CHARS = 60  # a longer text is a note or a description, not a name
 _PAGES = 25  # pages of ``row_cap`` distinct values read per column, at most
 _DISTINCT = 3  # a word held by more values than this says nothing on its own
@@ -38,6 +40,7 @@ class Entry:
     value: str
     rows: int
     key: tuple[str, str] | None  # (key column, the row's key) when one row holds the value
+    kind: bool = False  # the column holds kinds, not names ("booked", "dental"): linked only when named
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,8 @@ class ValueIndex:
             matched = [w for w in words if w in said]
             weight = {w: 1.0 / self._held[w] for w in words}
             score = sum(weight[w] for w in matched) / sum(weight.values())
+            if entry.kind and not named.intersection(matched):
+                continue  # "booked" is a status, not what the request is about; "Murphy" is a vet
             own = any(self._held[w] == 1 and (w in named or len(w) >= _LONG) for w in matched)
             if own or (score >= 0.5 and any(self._held[w] <= _DISTINCT for w in matched)):
                 scored.append((score, Link(" ".join(said[w] for w in matched), entry)))
@@ -144,17 +149,20 @@ def _column_entries(sql: ReadOnlySQL, table: str, column: str, key: str | None) 
     """The column's short text values that are names (not dates, not identifiers), page by page."""
     one_key = f'MIN("{key}")' if key else "NULL"
     entries: list[Entry] = []
+    rows_read = 0
     for page in range(_PAGES):
         result = sql.execute_unchecked(
             f'SELECT "{column}", COUNT(*), {one_key} FROM "{table}" WHERE "{column}" IS NOT NULL '
             f'GROUP BY "{column}" ORDER BY "{column}" LIMIT {sql.row_cap} OFFSET {page * sql.row_cap}')
         for value, rows, row_key in result["rows"]:
             text = str(value).strip()
+            rows_read += int(rows)
             if (not text or len(text) > _MAX_CHARS or _ISO_DATE.match(text) or IDENTIFIER.fullmatch(text)
-                    or not _WORD.search(text)):
+                    or _CODE.match(text) or not _WORD.search(text)):
                 continue
             entries.append(Entry(table, column, text, int(rows),
                                  (key, str(row_key)) if key and rows == 1 and row_key is not None else None))
         if not result["truncated"] and result["row_count"] < sql.row_cap:
             break
-    return entries
+    kinds = page == 0 and len(result["rows"]) <= _ENUM and rows_read >= 2 * len(result["rows"])
+    return [replace(e, kind=True) for e in entries] if kinds else entries

@@ -32,7 +32,7 @@ from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.invoke import invoke
 from toolcrib.tools.provenance import argument_sources, check_egress, checks_run, requested_in, unrequested
 from toolcrib.tools.registry import Offer, Registry
-from toolcrib.tools.regrounding import ground_dates, unnamed_filters
+from toolcrib.tools.regrounding import Regrounded, ground_dates, unnamed_filters
 from toolcrib.tools.result import CallOutcome, Status, encoded_ok_payload, error_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.trace.events import DecidedBy, EventKind
@@ -144,6 +144,11 @@ class Gate:
 
     def admit(self, call: ToolCall, cctx: CallContext) -> tuple[Tool, dict[str, Any]]:
         """Allowlist, offer, parse, strict validation, grounding and authorization. Raises ModelFacingError."""
+        tool, values, _ = self._admit(call, cctx)
+        return tool, values
+
+    def _admit(self, call: ToolCall, cctx: CallContext) -> tuple[Tool, dict[str, Any], list[Regrounded]]:
+        """``admit``, and what grounding changed in the arguments."""
         tool = self.registry.get(call.name)
         principal = cctx.principal
         offer = cctx.offer
@@ -163,17 +168,19 @@ class Gate:
                 raise UngroundedArgument(
                     f"{tool.name}: {name} '{value}' does not appear in the request or in any earlier tool "
                     f"result; ask the user for the exact {name} instead of guessing it")
+        regrounded: list[Regrounded] = []
         if self.settings.ground_values:
-            values = self._ground_values(call, tool, values, cctx)
+            values, regrounded = self._ground_values(call, tool, values, cctx)
         decision = self.policy.authorize(principal, tool, values)
         if not decision.allowed:
             raise NotPermitted(decision.reason or f"{tool.name} is not permitted")
         if self.envelope is not None and tool.effect is not _READ and self.envelope.applies_to(tool.name):
             self.envelope.check(tool.name, values)  # code checks the set point before any person is asked
-        return tool, values
+        return tool, values, regrounded
 
     @staticmethod
-    def _ground_values(call: ToolCall, tool: Tool, values: dict[str, Any], cctx: CallContext) -> dict[str, Any]:
+    def _ground_values(call: ToolCall, tool: Tool, values: dict[str, Any],
+                       cctx: CallContext) -> tuple[dict[str, Any], list[Regrounded]]:
         """``values`` with their dates held to the request's (``regrounding.ground_dates``) and a READ's
         filters nobody named left out (``regrounding.unnamed_filters``), what changed recorded."""
         values, dated = ground_dates(tool.name, values, tool.identifiers, cctx.grounding, cctx.question,
@@ -182,7 +189,7 @@ class Gate:
         if dated or dropped:
             cctx.tracer.record(EventKind.ARGUMENT_REGROUNDED, f"Arguments re-grounded: {tool.name}", tool=tool.name,
                                call_id=call.id, detail={"regrounded": [r.to_dict() for r in dated + dropped]})
-        return values
+        return values, dated + dropped
 
     def admit_edit(self, tool: Tool, arguments: Mapping[str, Any], requester: Principal,
                    resources: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -203,7 +210,9 @@ class Gate:
         start = time.perf_counter()
         tool: Tool | None = None
         try:
-            tool, values = self.admit(call, cctx)
+            tool, values, regrounded = self._admit(call, cctx)
+            if regrounded:  # the call as it runs, recorded and answered as such
+                call = _as_run(call, values, regrounded)
             if tool.effect is _READ:
                 if tool.egress:
                     check_egress(tool, values, cctx.grounding, self.settings.egress_allowlist)
@@ -501,3 +510,14 @@ class Gate:
         if self.audit is not None:
             self.audit.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
                               trace_id=cctx.tracer.trace_id, detail=detail)
+
+
+def _as_run(call: ToolCall, values: Mapping[str, Any], regrounded: Sequence[Regrounded]) -> ToolCall:
+    """``call`` with the arguments grounding changed as they run: a date re-grounded, a filter left out."""
+    arguments = dict(call.arguments)
+    for changed in regrounded:
+        if changed.argument in values:
+            arguments[changed.argument] = values[changed.argument]
+        else:
+            arguments.pop(changed.argument, None)
+    return ToolCall(call.id, call.name, arguments)
