@@ -119,6 +119,10 @@ class SQLSection(_Section):
     row_cap: int = Field(200, gt=0)
     timeout_s: float = Field(2.0, gt=0)
     dsn: str | None = None
+    # A model that decodes under a grammar (the embedded one) writes sql_query's query in the SELECTs of
+    # the allowed tables' real columns only (joins, filters, aggregates). Off by default: measured on the
+    # shipped clinic set it cost three aggregate questions whose queries need expressions or functions.
+    grammar: bool = False
 
 
 class LookupSection(_Section):

@@ -227,7 +227,8 @@ class Workspace:
             sql = self.resources.get("sql")
             if sql is None:
                 return make_sql_query_tool()
-            return make_sql_query_tool(sql.describe_schema(), pattern=select_pattern(sql.schema()))
+            pattern = select_pattern(sql.schema()) if self.config.sql.grammar else None
+            return make_sql_query_tool(sql.describe_schema(), pattern=pattern)
         from toolcrib.retrieval.tool import make_vector_search_tool
 
         return make_vector_search_tool()
