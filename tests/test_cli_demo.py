@@ -74,12 +74,13 @@ def test_nonexistent_part_is_reported_not_found_with_no_invented_price(ws: Path,
 
 
 def test_an_invented_part_number_is_rejected_before_the_tool_runs(ws: Path, tmp_path: Path) -> None:
-    # the lookup was not offered (the question names no part number), so the gate refuses it and the
-    # invented id never reaches the tool; code then searches the documents with the question, and
-    # the answer rests on the parts list's passage, quoted by code, not on the model's guess
-    model = script(tmp_path, [call("lookup_part", part_number="HLV-2205")])
+    # the question names no part number, and the parts it names by name (linked to the data: HLV-2205 and
+    # HLV-2210) are not the one the model writes, so the gate refuses it and the invented id never reaches
+    # the tool; code then searches the documents with the question, and the answer rests on the parts
+    # list's passage, quoted by code, not on the model's guess
+    model = script(tmp_path, [call("lookup_part", part_number="HLV-2209")])
     answer = ask_json(ws, "What does the high-voltage lead cost?", model)
-    assert answer["refused"][0]["error"]["code"] == "not_offered"
+    assert answer["refused"][0]["error"]["code"] == "ungrounded_argument"
     assert [c["name"] for c in answer["executed"]] == ["vector_search"]
     assert [c["id"].split("#")[0] for c in answer["citations"]] == ["parts-list"]
     assert answer["text"].startswith("According to Kestrel Instruments Spare Parts List") and "$52.00" in answer["text"]

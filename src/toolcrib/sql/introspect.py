@@ -13,7 +13,8 @@ from toolcrib.errors import ConfigError
 
 # words of a text column's name that say a person would name a row by it
 _NAME_WORDS = re.compile(r"(?i)(^|_)(name|title|label|nickname|surname)s?($|_)|name$")
-_TEXT_TYPES = re.compile(r"(?i)char|text|clob|string|^$")
+TEXT_TYPES = re.compile(r"(?i)char|text|clob|string|^$")
+"""A declared column type that holds text (SQLite and PostgreSQL)."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class TableInfo:
     def name_columns(self) -> list[str]:
         """The text columns a person would name a row by (name, title, label, ...), key columns aside."""
         return [c for c, t in self.columns
-                if c not in self.primary_key and _TEXT_TYPES.search(t) and _NAME_WORDS.search(c)]
+                if c not in self.primary_key and TEXT_TYPES.search(t) and _NAME_WORDS.search(c)]
 
 
 def is_dsn(database: str) -> bool:

@@ -15,12 +15,12 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
+from toolcrib.dates import ISO_DATE
 from toolcrib.sql.base import ReadOnlySQL
+from toolcrib.sql.introspect import TEXT_TYPES
 from toolcrib.text import IDENTIFIER, STOP_WORDS, stem
 
-_TEXT_TYPE = re.compile(r"(?i)char|text|clob|string|^$")
 _WORD = re.compile(r"[^\W\d_]{3,}")
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _CODE = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+$")  # CONS-LONG, acct-okafor: a code, not a name
 _ENUM = 12  # a column of this many distinct values or fewer, each on several rows, holds kinds (a status)
 _MAX_CHARS = 60  # a longer text is a note or a description, not a name
@@ -94,7 +94,7 @@ class ValueIndex:
                 continue
             key = _key_column(sql, table, [c for c, _ in columns])
             for column, declared in columns:
-                if column != key and _TEXT_TYPE.search(declared):
+                if column != key and TEXT_TYPES.search(declared):
                     entries += _column_entries(sql, table, column, key)
         return cls(entries)
 
@@ -157,7 +157,7 @@ def _column_entries(sql: ReadOnlySQL, table: str, column: str, key: str | None) 
         for value, rows, row_key in result["rows"]:
             text = str(value).strip()
             rows_read += int(rows)
-            if (not text or len(text) > _MAX_CHARS or _ISO_DATE.match(text) or IDENTIFIER.fullmatch(text)
+            if (not text or len(text) > _MAX_CHARS or ISO_DATE.match(text) or IDENTIFIER.fullmatch(text)
                     or _CODE.match(text) or not _WORD.search(text)):
                 continue
             entries.append(Entry(table, column, text, int(rows),
