@@ -44,6 +44,14 @@ def test_a_name_written_short_is_resolved_to_the_one_value_that_contains_it(db: 
     assert plural["rows"] == [[1]] and plural["resolved"] == {"Harbourline Plastics Ltds": "Harbourline Plastics Ltd"}
 
 
+def test_a_day_compared_to_timestamps_counts_every_time_of_that_day(db: SQLiteReadOnly) -> None:
+    result = db.query("SELECT COUNT(*) FROM contracts WHERE signed_on = '2026-02-01'")
+    assert result["rows"] == [[1]] and result["resolved"] == {"2026-02-01": "2026-02-01%"}
+    by_param = db.query("SELECT SUM(amount) FROM contracts WHERE signed_on = ?", ["2026-02-01"])
+    assert by_param["rows"] == [[70.0]]
+    assert "resolved" not in db.query("SELECT COUNT(*) FROM contracts WHERE signed_on = '2026-01-11'")  # no such day
+
+
 def test_an_ambiguous_or_exact_or_absent_name_is_left_as_written(db: SQLiteReadOnly) -> None:
     ambiguous = db.query("SELECT SUM(amount) FROM contracts WHERE provider = 'Ltd'")  # two providers hold it
     assert ambiguous["rows"] == [[None]] and "resolved" not in ambiguous

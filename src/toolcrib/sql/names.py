@@ -5,12 +5,14 @@ GmbH", or ``category = 'invoices'`` when it holds "invoice", and the sum comes b
 confident wrong answer of zero. When a query's result is empty
 (no rows, or only NULLs and zeros), each comparison of a column to a text (a literal, or the query's
 only parameter) is looked up in that column: a value that contains the text, when exactly one does,
-replaces it (else one that contains the text's stem), and the query runs again. The result says what
+replaces it (else one that contains the text's stem), and the query runs again; a day compared to a column of
+timestamps ("starts_at = '2026-12-08'") becomes every time of that day (``LIKE '2026-12-08%'``). The result says what
 was resolved, so the answer and the trace can show it; two or more candidates leave the query as written.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +21,8 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from toolcrib.text import stem
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 # (table as SQL, column as SQL, text) -> the distinct values of that column containing the text
 Candidates = Callable[[str, str, str], list[str]]
@@ -62,6 +66,15 @@ def resolve_names(sql: str, params: Sequence[Any], dialect: str,
         name = exp.Table(this=table.this.copy(), db=table.args.get("db"))
         table_sql, column_sql = name.sql(dialect=dialect), exp.column(column.name).sql(dialect=dialect)
         found = candidates(table_sql, column_sql, text)
+        if _ISO_DAY.fullmatch(text) and found and all(f[len(text):len(text) + 1] in ("T", " ") for f in found):
+            # a day compared to a column of timestamps ("starts_at = '2026-12-08'"): every time of that day
+            resolved[text] = f"{text}%"
+            if isinstance(other, exp.Literal):
+                eq.replace(exp.Like(this=column.copy(), expression=exp.Literal.string(f"{text}%")))
+            else:
+                eq.replace(exp.Like(this=column.copy(), expression=other.copy()))
+                values[0] = f"{text}%"
+            continue
         if not found and len(short := stem(text)) >= 4 and short != text:  # "invoices" for "invoice"
             found = candidates(table_sql, column_sql, short)
         if len(found) != 1 or found[0] == text:

@@ -56,8 +56,6 @@ class Link:
         where = f'{e.table}.{e.column} "{e.value}"'
         if e.key is not None:
             where += f" ({e.key[0]} {e.key[1]})"
-        elif e.rows > 1:
-            where += f" ({e.rows} rows)"
         return f'"{self.said}" = {where}'
 
 
