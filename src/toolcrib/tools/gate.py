@@ -183,8 +183,7 @@ class Gate:
                        cctx: CallContext) -> tuple[dict[str, Any], list[Regrounded]]:
         """``values`` with their dates held to the request's (``regrounding.ground_dates``) and a READ's
         filters nobody named left out (``regrounding.unnamed_filters``), what changed recorded."""
-        values, dated = ground_dates(tool.name, values, tool.identifiers, cctx.grounding, cctx.question,
-                                     cctx.today or date.today())
+        values, dated = ground_dates(tool.name, values, tool.identifiers, cctx.grounding, cctx.question, cctx.today)
         values, dropped = unnamed_filters(tool, values, cctx.grounding)
         if dated or dropped:
             cctx.tracer.record(EventKind.ARGUMENT_REGROUNDED, f"Arguments re-grounded: {tool.name}", tool=tool.name,

@@ -24,7 +24,7 @@ from typing import Any
 from toolcrib.dates import Stated, iso_dates, stated_dates
 from toolcrib.errors import UngroundedArgument
 from toolcrib.tools.grounding import Grounding
-from toolcrib.tools.tool import Effect, Tool
+from toolcrib.tools.tool import Tool
 
 _FILTER_WORDS = 6  # a longer text is what the tool searches for, not a filter
 
@@ -46,31 +46,23 @@ class Regrounded:
 
 def unnamed_filters(tool: Tool, values: dict[str, Any], grounding: Grounding) -> tuple[dict[str, Any],
                                                                                      list[Regrounded]]:
-    """``values`` less the optional free-text filters of a READ that no text of the run holds."""
-    if tool.effect is not Effect.READ:
+    """``values`` less the optional free-text filters of a READ (``Tool.filters``) that no text of the run holds."""
+    if not tool.filters:
         return values, []
-    required = set(tool.parameters.get("required", ()))
-    properties = tool.parameters.get("properties", {})
     dropped = [Regrounded(name, value, "", "no text of the run gives it: the tool's default applies")
-               for name, value in values.items()
-               if name not in required and name not in tool.identifiers and type(value) is str and value.strip()
-               and len(value.split()) <= _FILTER_WORDS and _free_text(properties.get(name, {}))
-               and not iso_dates(value) and not grounding.contains(value)]
+               for name in tool.filters if type(value := values.get(name)) is str and value.strip()
+               and len(value.split()) <= _FILTER_WORDS and not iso_dates(value) and not grounding.contains(value)]
     if not dropped:
         return values, []
     return {k: v for k, v in values.items() if k not in {d.argument for d in dropped}}, dropped
 
 
-def _free_text(schema: dict[str, Any]) -> bool:
-    """A plain string parameter: no enum, constant, pattern or format says which values it takes."""
-    return schema.get("type") == "string" and not schema.keys() & {"enum", "const", "pattern", "format"}
-
-
 def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], grounding: Grounding, question: str,
-                 today: date) -> tuple[dict[str, Any], list[Regrounded]]:
+                 today: date | None = None) -> tuple[dict[str, Any], list[Regrounded]]:
     """``values`` with each date no source gives replaced by the request's date it stands for, and what was
-    replaced; ``skip`` names arguments grounded otherwise (identifiers). Raises UngroundedArgument for a date
-    the request does not say how to replace."""
+    replaced; ``skip`` names arguments grounded otherwise (identifiers); the request's dates are resolved against
+    ``today`` (default: the machine's). Raises UngroundedArgument for a date the request does not say how to
+    replace."""
     changed: dict[str, Any] = {}
     regrounded: list[Regrounded] = []
     for name, value in values.items():
@@ -79,6 +71,7 @@ def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], groundi
         found = iso_dates(value)
         if not found:
             continue
+        today = today or date.today()
         stated = stated_dates(question, today)
         text = value
         for day, m in reversed(found):  # from the end: replacing keeps the earlier dates' places

@@ -188,6 +188,8 @@ class Tool:
     _vouchable: bool = field(default=False, init=False, repr=False, compare=False)
     # the shape of each required identifier (None: the tool gave none), for ``reachable``
     _required_shapes: tuple[str | None, ...] = field(default=(), init=False, repr=False, compare=False)
+    # a READ's optional plain-text parameters: filters the gate leaves out when no text gives their value
+    filters: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def requested_by(self, request: str, taken: frozenset[str] = frozenset()) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
@@ -280,6 +282,11 @@ class Tool:
         object.__setattr__(self, "_named", named)
         object.__setattr__(self, "_vouchable", self.result_sources is None and (not self.trusted or not named))
         required, shapes = set(self.parameters.get("required", ())), dict(self.identifier_shapes)
+        properties: dict[str, Any] = self.parameters.get("properties", {})
+        object.__setattr__(self, "filters", tuple(
+            name for name, schema in properties.items() if self.effect is Effect.READ and name not in required
+            and name not in self.identifiers and schema.get("type") == "string"
+            and not schema.keys() & {"enum", "const", "pattern", "format"}) if properties else ())
         object.__setattr__(self, "_required_shapes",
                            tuple(shapes.get(name) for name in self.identifiers if name in required))
         python_args = not isinstance(self.args_model, SchemaValidator) and validates_as_python(self.parameters)
