@@ -10,7 +10,6 @@ the gate grounds the row id it gives like one a tool returned, and the proposal 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ from toolcrib.agent.request import Request
 from toolcrib.policy.principal import Principal
 from toolcrib.sql.base import ReadOnlySQL
 from toolcrib.sql.tool import SQL_RESOURCE
-from toolcrib.sql.values import Link, ValueIndex
+from toolcrib.sql.values import Link, value_index
 from toolcrib.tools.gate import Gate
 from toolcrib.tools.grounding import Source
 
@@ -28,23 +27,18 @@ LINKED = Source("tool", "workspace data (values the request names)")
 
 
 class ValueLinks:
-    """The workspace database's value index, built on first use and read again once ``fresh_s`` has passed
-    (rows added since, by ingest or by a write that ran, are linked from then on)."""
+    """The values of the workspace's database a request names (``sql.values.value_index``: one index per
+    database, shared by every runner on it)."""
 
-    def __init__(self, resources: Mapping[str, Any], *, fresh_s: float = 60.0) -> None:
+    def __init__(self, resources: Mapping[str, Any]) -> None:
         sql = resources.get(SQL_RESOURCE)
         self._sql = sql if isinstance(sql, ReadOnlySQL) else None
-        self._fresh_s = fresh_s
-        self._index: ValueIndex | None = None
-        self._built = 0.0
 
     def links(self, request: Request, principal: Principal, gate: Gate) -> tuple[Link, ...]:
         """The values ``request`` names, for a ``principal`` offered a tool that queries the database."""
         if self._sql is None or not any(SQL_RESOURCE in t.tags for t in gate.offer(principal).tools):
             return ()
-        if self._index is None or time.monotonic() - self._built > self._fresh_s:
-            self._index, self._built = ValueIndex.build(self._sql), time.monotonic()
-        return self._index.link(request.text)
+        return value_index(self._sql).link(request.text)
 
 
 def as_read(request: Request, links: tuple[Link, ...]) -> str:

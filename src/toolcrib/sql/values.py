@@ -12,6 +12,9 @@ code can give the model the stored value and the row's id, and the gate can grou
 from __future__ import annotations
 
 import re
+import threading
+import time
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
@@ -131,6 +134,20 @@ class ValueIndex:
                 continue  # the same value stored in another column too ("Dr Priya Patel" in two tables)
             links.append(link)
         return tuple(links[:_LINKS])
+
+
+_BUILT: weakref.WeakKeyDictionary[ReadOnlySQL, tuple[float, ValueIndex]] = weakref.WeakKeyDictionary()
+_BUILDING = threading.Lock()
+
+
+def value_index(sql: ReadOnlySQL, fresh_s: float = 60.0) -> ValueIndex:
+    """The index of ``sql``'s values, shared by every run on that database (a service makes a runner per run),
+    built again once ``fresh_s`` has passed: rows added since, by ingest or a write that ran, link from then."""
+    with _BUILDING:
+        built = _BUILT.get(sql)
+        if built is None or time.monotonic() - built[0] > fresh_s:
+            built = _BUILT[sql] = (time.monotonic(), ValueIndex.build(sql))
+        return built[1]
 
 
 def _key_column(sql: ReadOnlySQL, table: str, columns: list[str]) -> str | None:
