@@ -105,7 +105,7 @@ class ToolsSection(_Section):
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
     # A date in a call's arguments that neither the request states nor a result holds: re-grounded to the
     # request's date it stands for, or refused with the dates that would be accepted; a lookup's optional
-    # text filter that no text of the run holds ("None" for a vet nobody named): left out. false: all pass.
+    # text filter that no text of the run holds ("None" where nobody named one): left out. false: all pass.
     ground_values: bool = True
 
 

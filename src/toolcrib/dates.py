@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -182,6 +182,11 @@ def stated_dates(text: str, today: date) -> tuple[Stated, ...]:
             seen.add((stated.first, stated.last))
             ordered.append(stated)
     return tuple(ordered)
+
+
+def described(stated: Sequence[Stated]) -> str:
+    """``"8 Dec" = 2026-12-08, "last month" = 2026-11-01 to 2026-11-30``: what a text states, as a reader sees it."""
+    return ", ".join(s.describe() for s in stated)
 
 
 ISO_DATE = re.compile(r"(?<![\d-])((?:19|20)\d\d)-([01]\d)-([0-3]\d)(?!\d)")

@@ -49,5 +49,5 @@ def _comes_from(value: str, request: Request, asked: set[str], grounding: Ground
     if grounding.contains(value) or _prefixes(stems(value)) & asked:
         return True
     # a day, or a day and time, where the request states a date: the gate holds it to the request's
-    # ("8 December" as 2026-12-08T09:00; "2023-12-08" re-grounded to it)
+    # ("31 January" as 2030-01-31T09:00; "2023-01-31" re-grounded to it)
     return bool(request.dated) and bool(iso_dates(value))

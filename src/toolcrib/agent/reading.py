@@ -2,7 +2,7 @@
 and the values of the workspace's data it names, linked to where they are stored.
 
 A small model writes "8 December" in the year it learned in, cannot know what "next Monday" is, and has no
-way from "Mango" to ``lookup_pet(pet_id)``. Code reads both: the dates (``dates.stated_dates``) and the
+way from "Juniper" to ``lookup_customer(customer_id)``. Code reads both: the dates (``dates.stated_dates``) and the
 database values the request names (``sql.values.ValueIndex``), for a user who may query that database (the
 same values their own SQL could read). A link is also a text the run has seen, from the workspace's data:
 the gate grounds the row id it gives like one a tool returned, and the proposal shows where it came from.
@@ -15,6 +15,7 @@ from typing import Any
 
 from toolcrib.agent import prompts
 from toolcrib.agent.request import Request
+from toolcrib.dates import described
 from toolcrib.policy.principal import Principal
 from toolcrib.sql.base import ReadOnlySQL
 from toolcrib.sql.tool import SQL_RESOURCE
@@ -45,8 +46,7 @@ def as_read(request: Request, links: tuple[Link, ...]) -> str:
     """The request as the model reads it: with what code resolved in it, where it resolved anything."""
     notes = []
     if request.dated:
-        dates = ", ".join(s.describe() for s in request.dated)
-        notes.append(prompts.DATES.format(today=request.today.isoformat(), dates=dates))
+        notes.append(prompts.DATES.format(today=request.today.isoformat(), dates=described(request.dated)))
     if links:
         notes.append(prompts.LINKED.format(links="; ".join(link.describe() for link in links)))
     return "\n".join([request.text, *notes])

@@ -6,7 +6,7 @@ confident wrong answer of zero. When a query's result is empty
 (no rows, or only NULLs and zeros), each comparison of a column to a text (a literal, or the query's
 only parameter) is looked up in that column: a value that contains the text, when exactly one does,
 replaces it (else one that contains the text's stem), and the query runs again; a day compared to a column of
-timestamps ("starts_at = '2026-12-08'") becomes every time of that day (``LIKE '2026-12-08%'``). The result says what
+timestamps ("opened_at = '2030-01-31'") becomes every time of that day (``LIKE '2030-01-31%'``). The result says what
 was resolved, so the answer and the trace can show it; two or more candidates leave the query as written.
 """
 
@@ -67,7 +67,7 @@ def resolve_names(sql: str, params: Sequence[Any], dialect: str,
         table_sql, column_sql = name.sql(dialect=dialect), exp.column(column.name).sql(dialect=dialect)
         found = candidates(table_sql, column_sql, text)
         if _ISO_DAY.fullmatch(text) and found and all(f[len(text):len(text) + 1] in ("T", " ") for f in found):
-            # a day compared to a column of timestamps ("starts_at = '2026-12-08'"): every time of that day
+            # a day compared to a column of timestamps ("opened_at = '2030-01-31'"): every time of that day
             resolved[text] = f"{text}%"
             if isinstance(other, exp.Literal):
                 eq.replace(exp.Like(this=column.copy(), expression=exp.Literal.string(f"{text}%")))

@@ -1,8 +1,8 @@
 """The workspace database's own values, indexed so a request's words can be linked to them.
 
-A person names things by name: "Is Mango up to date with her vaccinations?", "have we got any amoxicillin?",
-"free slots with Dr Patel". The tools that answer are keyed by an id (``lookup_pet(pet_id)``), and a small
-model writes the name it was given where the stored value is longer ("Patel" for "Dr Priya Patel"). The
+A person names things by name: "has Juniper paid her invoice?", "have we got any paracetamol?", "meetings
+with Ms Okoro". The tools that answer are keyed by an id (``lookup_customer(customer_id)``), and a small
+model writes the name it was given where the stored value is longer ("Okoro" for "Ms Ada Okoro"). The
 index holds the short text values of the allowed tables' columns, each with how many rows hold it and, where
 one row does and the table has a key column (its values unique), that row's key; ``link`` finds the values
 a text names, by their distinctive words (a word held by few values weighs more than one held by many), so
@@ -24,13 +24,13 @@ from toolcrib.sql.introspect import TEXT_TYPES
 from toolcrib.text import IDENTIFIER, STOP_WORDS, stem
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
-_CODE = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+$")  # CONS-LONG, acct-okafor: a code, not a name
+_CODE = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+$")  # SKU-LONG, acct-smith: a code, not a name
 _ENUM = 12  # a column of this many distinct values or fewer, each on several rows, holds kinds (a status)
 _MAX_CHARS = 60  # a longer text is a note or a description, not a name
 _PAGES = 25  # pages of ``row_cap`` distinct values read per column, at most
 _DISTINCT = 3  # a word held by more values than this says nothing on its own
 _LINKS = 6  # links per text, at most
-_LONG = 7  # a word this long, held by one value, names it even in lower case ("amoxicillin")
+_LONG = 7  # a word this long, held by one value, names it even in lower case ("paracetamol")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\W*$")
 
 
@@ -54,7 +54,7 @@ class Link:
     entry: Entry
 
     def describe(self) -> str:
-        """``"Mango" = pets.name "Mango" (pet_id PET-202)``."""
+        """``"Juniper" = customers.name "Juniper" (customer_id C-17)``."""
         e = self.entry
         where = f'{e.table}.{e.column} "{e.value}"'
         if e.key is not None:
@@ -72,13 +72,11 @@ class ValueIndex:
     def __init__(self, entries: list[Entry]) -> None:
         self.entries = entries
         self._by_word: dict[str, list[Entry]] = defaultdict(list)
-        self._words: dict[int, tuple[str, ...]] = {}
-        for i, entry in enumerate(entries):
-            words = tuple(dict.fromkeys(_words(entry.value)))
-            self._words[i] = words
+        self._words: dict[int, tuple[str, ...]] = {}  # by id(entry): its words, each once
+        for entry in entries:
+            words = self._words[id(entry)] = tuple(dict.fromkeys(_words(entry.value)))
             for word in words:
                 self._by_word[word].append(entry)
-        self._index = {id(e): i for i, e in enumerate(entries)}
         # how many distinct values hold each word (the same value in two columns counts once)
         self._held = {w: len({e.value.casefold() for e in es}) for w, es in self._by_word.items()}
 
@@ -103,7 +101,7 @@ class ValueIndex:
         """The values ``text`` names, best first. A value is named when most of its weight of words is in
         the text (a word held by many values weighs little) and one of those words is held by few values,
         or when the text gives a word only that value holds and the word is a name (capitalised inside a
-        sentence: "Tamarack") or long enough to be no common word ("amoxicillin"). A word that fits many
+        sentence: "Okoro") or long enough to be no common word ("paracetamol"). A word that fits many
         values links none of them."""
         said: dict[str, str] = {}
         named: set[str] = set()
@@ -117,12 +115,12 @@ class ValueIndex:
         candidates = {id(e): e for word in said for e in self._by_word.get(word, ())}
         scored: list[tuple[float, Link]] = []
         for entry in candidates.values():
-            words = self._words[self._index[id(entry)]]
+            words = self._words[id(entry)]
             matched = [w for w in words if w in said]
             weight = {w: 1.0 / self._held[w] for w in words}
             score = sum(weight[w] for w in matched) / sum(weight.values())
             if entry.kind and not named.intersection(matched):
-                continue  # "booked" is a status, not what the request is about; "Murphy" is a vet
+                continue  # "booked" is a status, not what the request is about; "Okoro" is a person
             own = any(self._held[w] == 1 and (w in named or len(w) >= _LONG) for w in matched)
             if own or (score >= 0.5 and any(self._held[w] <= _DISTINCT for w in matched)):
                 scored.append((score, Link(" ".join(said[w] for w in matched), entry)))
@@ -131,7 +129,7 @@ class ValueIndex:
         for _, link in scored:
             same = [k for k in links if k.entry.value.casefold() == link.entry.value.casefold()]
             if same and (link.entry.key is None or same[0].entry.key is not None):
-                continue  # the same value stored in another column too ("Dr Priya Patel" in two tables)
+                continue  # the same value stored in another column too ("Ms Ada Okoro" in two tables)
             links.append(link)
         return tuple(links[:_LINKS])
 

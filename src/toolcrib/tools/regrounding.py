@@ -2,14 +2,14 @@
 given, and a filter of a lookup nobody named, left out.
 
 A small model writes the year it learned in: asked about "Tuesday 8 December", it calls
-``find_free_slots(date="2023-12-08")`` and the answer says no slot is free. Every ISO date inside a string
+``find_free_rooms(date="2023-12-08")`` and the answer says no room is free. Every ISO date inside a string
 argument (a day, a day and time, a date inside a query) must be a date the request states (resolved by code,
 ``dates.stated_dates``) or one a text the run has seen holds. One that is not is re-grounded where the request
 says which date it meant (the one of the request's days with the same day and month, or its only day), and
 refused otherwise, with the dates that would have been accepted, so the next decision can correct itself.
 
-A small model also fills a lookup's optional filters with words nobody said: ``find_free_slots(date=...,
-vet="None")`` finds no slot of a vet called "None". An optional free-text argument of a READ whose value no
+A small model also fills a lookup's optional filters with words nobody said: ``find_free_rooms(date=...,
+building="None")`` finds no room in a building called "None". An optional free-text argument of a READ whose value no
 text of the run holds (not the request, not a result, not a value linked to the data) is left out, so the
 tool's own default applies, and recorded like a re-grounded date.
 """
@@ -17,11 +17,11 @@ tool's own default applies, and recorded like a re-grounded date.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 
-from toolcrib.dates import Stated, iso_dates, stated_dates
+from toolcrib.dates import Stated, described, iso_dates, stated_dates
 from toolcrib.errors import UngroundedArgument
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.tool import Tool
@@ -40,8 +40,7 @@ class Regrounded:
     because: str
 
     def to_dict(self) -> dict[str, str]:
-        return {"argument": self.argument, "written": self.written, "grounded": self.grounded,
-                "because": self.because}
+        return asdict(self)
 
 
 def unnamed_filters(tool: Tool, values: dict[str, Any], grounding: Grounding) -> tuple[dict[str, Any],
@@ -81,7 +80,7 @@ def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], groundi
             if meant is None:
                 raise UngroundedArgument(_refusal(tool, name, m.group(0), stated))
             text = text[:m.start()] + meant.isoformat() + text[m.end():]
-            because = (f"the request gives {_listed(stated)}" if stated else "")
+            because = (f"the request gives {described(stated)}" if stated else "")
             regrounded.append(Regrounded(name, m.group(0), meant.isoformat(), because))
         if text != value:
             changed[name] = text
@@ -105,13 +104,9 @@ def _meant(day: date, stated: Sequence[Stated]) -> date | None:
     return days[0] if len(days) == 1 and len(stated) == 1 else None
 
 
-def _listed(stated: Sequence[Stated]) -> str:
-    return ", ".join(s.describe() for s in stated)
-
-
 def _refusal(tool: str, argument: str, written: str, stated: Sequence[Stated]) -> str:
     """The refusal the model reads: which date, and which would have been accepted."""
     head = f"{tool}: {argument} holds the date {written}, which neither the request nor any tool result gives"
     if stated:
-        return f"{head}; the request gives {_listed(stated)}: use one of those"
+        return f"{head}; the request gives {described(stated)}: use one of those"
     return f"{head}; the request gives no date: do not choose one, ask the user which day they mean"
