@@ -60,7 +60,7 @@ def database(tmp_path: Path) -> SQLiteReadOnly:
                                       ('V-5', 'Dr Priya Patel', 'cancelled', 'CONS-LONG');
             CREATE TABLE slots (vet TEXT, starts_at TEXT, PRIMARY KEY (vet, starts_at));
             INSERT INTO slots VALUES ('Dr Priya Patel', '2026-12-08T09:00'), ('Dr Priya Patel', '2026-12-08T10:00'),
-                                     ('Dr Sean Murphy', '2026-12-08T09:00');
+                                     ('Dr Sean Murphy', '2026-12-08T09:00'), ('Dr Sean Murphy', '2026-12-08T11:00');
         """)
     return SQLiteReadOnly(path, ["pets", "medicines", "slots", "visits"])
 
@@ -94,12 +94,14 @@ def send_reminder(pet_id: Annotated[str, Identifier(shape=r"PET-\d+")]) -> dict[
     return {"sent": pet_id}
 
 
-def runner(database: SQLiteReadOnly, replies: list[Any], tracer: Tracer, approvals: Path | None = None) -> Runner:
+def runner(database: SQLiteReadOnly, replies: list[Any], tracer: Tracer, approvals: Path | None = None, *,
+           aided: bool = False) -> Runner:
     sql_query = make_sql_query_tool(database.describe_schema())
     gate = Gate(Registry([lookup_pet, send_reminder, sql_query]),
                 GroupPolicy({"staff": ["*"], "clients": ["lookup_pet"]}),
                 approvals=SQLiteApprovalStore(approvals) if approvals else None)
-    return Runner(ScriptedModel(replies), gate, resources={SQL_RESOURCE: database}, tracer_factory=lambda: tracer)
+    model = ScriptedModel(replies, profile={"answer": "aided" if aided else "native"})  # aided: a small model's
+    return Runner(model, gate, resources={SQL_RESOURCE: database}, tracer_factory=lambda: tracer)
 
 
 def test_a_pet_named_by_name_is_looked_up_by_its_id(database: SQLiteReadOnly) -> None:
@@ -131,3 +133,55 @@ def test_a_user_who_may_not_query_the_data_gets_no_link(database: SQLiteReadOnly
     runner(database, replies, tracer).ask("Is Mango up to date with her vaccinations?", CLIENT)
     assert LOOKED_UP == []  # no id to ground it: refused, never run
     assert not [e for e in tracer.events if e.kind is EventKind.VALUES_LINKED]
+
+
+@tool
+def find_free_slots(date: str, vet: str = "") -> dict[str, Any]:
+    """The free appointment slots of one day, optionally of one vet."""
+    LOOKED_UP.append(vet)
+    return {"date": date, "vet": vet, "free_slots": []}
+
+
+def slots_runner(database: SQLiteReadOnly, replies: list[Any], tracer: Tracer) -> Runner:
+    gate = Gate(Registry([find_free_slots, make_sql_query_tool(database.describe_schema())]),
+                GroupPolicy({"staff": ["*"], "clients": ["find_free_slots"]}))
+    return Runner(ScriptedModel(replies), gate, resources={SQL_RESOURCE: database}, tracer_factory=lambda: tracer)
+
+
+def test_a_vet_who_does_not_exist_is_refused_with_the_vets_that_do(database: SQLiteReadOnly) -> None:
+    LOOKED_UP.clear()
+    tracer = Tracer()
+    replies = [{"tool_calls": [{"name": "find_free_slots", "arguments": {"date": "2026-12-08", "vet": "Dr Smith"}}]},
+               "There is no Dr Smith.", "There is no Dr Smith."]
+    slots_runner(database, replies, tracer).ask("Is Dr Smith free on 2026-12-08?", STAFF)
+    assert LOOKED_UP == []
+    refused = next(e for e in tracer.events if e.error_code == "ungrounded_argument")
+    assert "names none of the stored values (Dr Priya Patel, Dr Sean Murphy)" in refused.detail["message"]
+
+
+@pytest.mark.parametrize("vet", ["Patel", "Dr. Patel", "Priya", "Dr Sean Murphy"])
+def test_a_vet_named_by_any_of_their_names_runs(database: SQLiteReadOnly, vet: str) -> None:
+    LOOKED_UP.clear()
+    replies = [{"tool_calls": [{"name": "find_free_slots", "arguments": {"date": "2026-12-08", "vet": vet}}]}, "Ok."]
+    slots_runner(database, replies, Tracer()).ask(f"Is {vet} free on 2026-12-08?", STAFF)
+    assert [vet] == LOOKED_UP
+
+
+def test_names_are_not_checked_for_a_user_who_may_not_query_the_data(database: SQLiteReadOnly) -> None:
+    LOOKED_UP.clear()  # the refusal would list the stored vets: values this user may not read
+    replies = [{"tool_calls": [{"name": "find_free_slots", "arguments": {"date": "2026-12-08", "vet": "Dr Smith"}}]},
+               "Ok."]
+    slots_runner(database, replies, Tracer()).ask("Is Dr Smith free on 2026-12-08?", CLIENT)
+    assert LOOKED_UP == ["Dr Smith"]
+
+
+def test_a_lookup_by_a_name_instead_of_an_id_is_made_again_with_the_linked_id(database: SQLiteReadOnly) -> None:
+    LOOKED_UP.clear()
+    tracer = Tracer()
+    replies = [{"tool_calls": [{"name": "lookup_pet", "arguments": {"pet_id": "PET-2"}}]},
+               "Mango's vaccination was due on 2026-12-01 [lookup_pet#1].", "Done."]
+    answer = runner(database, replies, tracer, aided=True).ask("When are Mango's vaccinations due?", STAFF)
+    assert LOOKED_UP == ["PET-202"] and "2026-12-01" in answer.text
+    planned, = [e for e in tracer.events if e.kind is EventKind.CALL_PROPOSED and e.decided_by == "code"]
+    assert planned.arguments == {"pet_id": "PET-202"}
+    assert planned.detail["linked"] == '"Mango" = pets.name "Mango" (pet_id PET-202)'

@@ -4,6 +4,7 @@ what they returned, and calls code makes itself."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from toolcrib.agent.records import LookedUp
@@ -87,12 +88,15 @@ class Calls:
         self.observe(run, outcomes)
         return outcomes
 
-    async def run_planned(self, run: RunState, calls: list[ToolCall], reason: str, rule: str) -> list[CallOutcome]:
+    async def run_planned(self, run: RunState, calls: list[ToolCall], reason: str, rule: str, *,
+                          linked: Mapping[str, str] | None = None) -> list[CallOutcome]:
         """Calls code proposes (never WRITE/ACTUATE): each recorded as decided by code (``rule``, with
-        ``reason``), then run through the gate like any call and observed."""
+        ``reason``, and the value link its identifier came from where ``linked`` gives one by call id),
+        then run through the gate like any call and observed."""
         for call in calls:
+            detail = {"reason": reason} | ({"linked": linked[call.id]} if linked and call.id in linked else {})
             run.tracer.record(EventKind.CALL_PROPOSED, f"Planned: {call.name}", decided_by="code", tool=call.name,
-                              call_id=call.id, arguments=dict(call.arguments), detail={"reason": reason}, rule=rule)
+                              call_id=call.id, arguments=dict(call.arguments), detail=detail, rule=rule)
         return await self.run_model_calls(run, "", calls)
 
     def drop(self, run: RunState, call: ToolCall, reason: str) -> None:

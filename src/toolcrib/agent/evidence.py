@@ -8,7 +8,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from toolcrib.agent import prompts
+from toolcrib.agent import arithmetic, prompts
+from toolcrib.agent.arithmetic import Computed
 from toolcrib.agent.facts import Facts
 from toolcrib.agent.request import Request
 from toolcrib.models.base import HostedCall, HostedSource
@@ -167,8 +168,9 @@ class EvidenceLedger:
         for cid in check.invalid:
             text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
         checked = request if check_claims else None  # the request the claims answer, when checked
-        text, unsupported = self._claims_checked(text, checked) if checked is not None else (text, [])
+        text, unsupported, computed = self._claims_checked(text, checked) if checked is not None else (text, [], [])
         flags += [f"removed a sentence whose {what}: {sentence[:160]}" for sentence, what in unsupported]
+        flags += [f"computed by code: {c.describe()}" for c in computed]
         nothing_supported = bool(unsupported) and not text.strip()
         if nothing_supported:
             text = prompts.UNSUPPORTED_ANSWER
@@ -205,6 +207,8 @@ class EvidenceLedger:
         notes = self.conflict_notes(bearing, request.text if request is not None else None)
         flags += [f"conflicting sources: {n}" for n in notes]
         text = text.strip()
+        if computed and not nothing_supported:  # the reader can check each figure code worked out
+            text += "\n\nComputed: " + "; ".join(c.describe() for c in dict.fromkeys(computed)) + "."
         if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions
             text += "\n\nNote: the sources disagree. " + " ".join(notes)
         return CitationReview(text, [] if nothing_supported else list(cited.values()), list(check.invalid), flags,
@@ -240,20 +244,26 @@ class EvidenceLedger:
         return next((cid for cid in passages if not facts.missing_from(
             Facts.of(self._shown(cid), evidence=True), nothing)), None)
 
-    def _claims_checked(self, text: str, request: Request) -> tuple[str, list[tuple[str, str]]]:
-        """``text`` without the sentences that state a figure, date, price or identifier found in neither
-        the evidence this run retrieved (the sentence's cited items when it cites any) nor the question,
+    def _claims_checked(self, text: str, request: Request) -> tuple[str, list[tuple[str, str]], list[Computed]]:
+        """``text``, its written-out sums worked out by code (``arithmetic.worked_out``), without the sentences
+        that state a figure, date, price or identifier found in neither the evidence this run retrieved (the
+        sentence's cited items when it cites any) nor the question,
         or that give a figure for an identifier no item gives it for ("AB-1230 costs $52.00", the price
         of AB-1234), or that assert what a cited result says is false ("the live reading" of a
         ``"live": false`` result), or that state a figure about a name the question asks about and no evidence mentions
         (a competitor's price "from" a passage about our own product), or any figure at all when every name
         the question asks about is missing from documents that are all the evidence (the price of our own
-        supply given for a competitor's); and each removed sentence with why."""
+        supply given for a competitor's), where a figure no source holds is not worked out from figures that
+        have one (``arithmetic.traced``); each removed sentence with why; and what code worked out."""
         kept: list[str] = []
         removed: list[tuple[str, str]] = []
         asked = request.stated
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
         held = {cid: Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
+        given = set(arithmetic.figures(request.text))
+        sourced = Facts.joined(held.values()).figures | given
+        operands = {f for f in arithmetic.figures(text) if round(f, 6) in sourced} | given
+        computed: list[Computed] = []
         asked_names = request.names
         unknown = self.unmentioned(asked_names)
         # every proper name the request asks about (not an identifier or a code such as EUR) is absent
@@ -262,11 +272,19 @@ class EvidenceLedger:
                      and all(any(c.islower() for c in n) for n in unknown)
                      and all(item.kind in ("passage", "web") for item in self.items.values()))
         for sentence in SENTENCES.split(text):
+            sentence, worked = arithmetic.worked_out(sentence, lambda f: round(f, 6) in sourced)
             ids = [c for c in _CITED.findall(sentence) if c in self.texts]
             cited = "\n".join(self._shown(c) for c in ids)
             claim = _CITED.sub("", sentence)
             facts = Facts.of(claim)
             items = {cid: held[cid] for cid in ids} if ids else held
+            found = Facts.joined(items.values()).figures
+            unsourced = facts.figures - found - asked.figures - {round(w.figure, 6) for w in worked}
+            pool = operands | found if len(found) <= _FEW_FIGURES else operands  # few: the sentence's operands
+            traces = [arithmetic.traced(f, pool, arithmetic.figures(claim)) for f in unsourced]
+            if all(traces):  # each worked out from figures that have a source
+                worked += [t for t in traces if t is not None]
+                facts = Facts(facts.identifiers, facts.figures - unsourced - {round(w.figure, 6) for w in worked})
             missing = facts.missing_from(Facts.joined(items.values()), asked)
             why = (f"{missing} is not in the evidence" if missing else self._unrelated(facts, asked, items)
                    or _contradiction(claim, cited or everything))
@@ -278,7 +296,8 @@ class EvidenceLedger:
                 removed.append((sentence.strip(), why))
             else:
                 kept.append(sentence)
-        return ("".join(kept) if removed else text), removed
+                computed += worked
+        return "".join(kept), removed, computed
 
     def abstention(self, outcomes: Sequence[CallOutcome], request: Request | None = None,
                    identifiers: Sequence[str] = ()) -> str:
@@ -307,6 +326,7 @@ _EXAMPLES = 2  # kinds of identifier the abstention names
 # Citation markers; where a sentence ends.
 _ENDED = re.compile(r"[.!?](?:\s*\[[^\[\]]+\])*\s*$")  # a whole sentence's end, citation markers after it
 _CITED = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]+)\]")
+_FEW_FIGURES = 16  # evidence holding this many figures or fewer gives a computed figure's operands
 # A sentence that says the evidence does not hold the answer ("The price is not listed in the provided
 # evidence.", "The documents do not mention it.")
 _LACKS = re.compile(

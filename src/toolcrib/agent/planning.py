@@ -26,7 +26,8 @@ _FOUND_CHARS = 1200  # of the records found, shown with a change asked for after
 
 class RegroundedLookup(Step):
     """A lookup by identifier refused because the model's identifier appears nowhere ("G7-001"), made
-    again by code with the one identifier of that shape the request holds ("G7")."""
+    again by code with the one identifier of that shape the request holds ("G7"), or else of the one row it
+    names by another column ("Mango": PET-202, ``RunState.linked_ids``)."""
 
     id, aid = StepId.REGROUNDED_LOOKUP, True
 
@@ -37,12 +38,14 @@ class RegroundedLookup(Step):
             if key is None or outcome.payload.get("error", {}).get("code") != "ungrounded_argument":
                 continue
             found = list(dict.fromkeys(run.request.identifiers_of(key[1])))
+            linked = {} if found else run.linked_ids(key[1])  # or the one row it names by another column
+            found = found or list(linked)
             if len(found) != 1 or found[0] == outcome.call.arguments.get(key[0]):
                 continue
             call = ToolCall(f"code_{run.calls + 1}", outcome.call.name, {key[0]: found[0]})
             run.decided[i], = await calls.run_planned(
                 run, [call], "the model's identifier is not in the request, which names exactly one of that kind",
-                self.id)
+                self.id, linked={call.id: linked[found[0]].describe()} if linked else None)
         return None
 
 
@@ -60,17 +63,18 @@ class PlannedLookups(Step):
         two_asks = len(run.request.asks) > 1
         budget = _BUDGET
         while budget:
-            planned = self._plan(run, calls, two_asks, budget)
+            planned, links = self._plan(run, calls, two_asks, budget)
             if not planned:
                 break
             budget -= len(planned)
             await calls.run_planned(run, planned, "the request names what this lookup reads, and the run holds its "
-                                                  "identifier", self.id)
+                                                  "identifier", self.id, linked=links)
         return None
 
     @staticmethod
-    def _plan(run: RunState, calls: Calls, two_asks: bool, budget: int) -> list[ToolCall]:
-        """One round: the calls to add now (recording the offer they come from)."""
+    def _plan(run: RunState, calls: Calls, two_asks: bool, budget: int) -> tuple[list[ToolCall], dict[str, str]]:
+        """One round: the calls to add now (recording the offer they come from), and the link each call
+        whose identifier the request gives by another column took it from, by call id."""
         offer = calls.current_offer(run)  # what the run may use now: a result may have named an identifier
         made = [o.call for o in run.made()]
         looked_up = {str(v).casefold() for c in made for v in c.arguments.values()}
@@ -80,6 +84,7 @@ class PlannedLookups(Step):
         records = calls.records(run)
         held = stems(" ".join(records))
         planned: list[ToolCall] = []
+        links: dict[str, str] = {}
         for tool in offer.tools:
             key = tool.lookup_key()
             if key is None or any(c.name == tool.name for c in made):
@@ -89,6 +94,9 @@ class PlannedLookups(Step):
                 continue
             name, shape = key
             found = [v for v in run.request.identifiers_of(shape) if missing or v.casefold() not in used]
+            linked = {} if found else run.linked_ids(shape, looked_up)
+            if len(linked) == 1:  # a row the request names by another column ("Mango": pets.name, pet_id PET-202)
+                found = list(linked)
             if not found:
                 if any(name in c.arguments for c in made):  # that kind of thing was looked up: no chain
                     continue
@@ -96,12 +104,15 @@ class PlannedLookups(Step):
                                            if v.casefold() not in looked_up))
                 if len(found) != 1:
                     continue
-            planned.append(ToolCall(f"code_{run.calls + len(planned) + 1}", tool.name, {name: found[0]}))
+            call = ToolCall(f"code_{run.calls + len(planned) + 1}", tool.name, {name: found[0]})
+            if found[0] in linked:
+                links[call.id] = linked[found[0]].describe()
+            planned.append(call)
             if len(planned) == budget:
                 break
         if planned:
             calls.offer(run, offer)
-        return planned
+        return planned, links
 
 
 class RequestedChange(Step):

@@ -19,7 +19,7 @@ from toolcrib.dates import described
 from toolcrib.policy.principal import Principal
 from toolcrib.sql.base import ReadOnlySQL
 from toolcrib.sql.tool import SQL_RESOURCE
-from toolcrib.sql.values import Link, value_index
+from toolcrib.sql.values import Link, ValueIndex, value_index
 from toolcrib.tools.gate import Gate
 from toolcrib.tools.grounding import Source
 
@@ -28,18 +28,19 @@ LINKED = Source("tool", "workspace data (values the request names)")
 
 
 class ValueLinks:
-    """The values of the workspace's database a request names (``sql.values.value_index``: one index per
-    database, shared by every runner on it)."""
+    """The values of the workspace's database, to link a request's words to and to check a closed set's
+    names against (``sql.values.value_index``: one index per database, shared by every runner on it)."""
 
     def __init__(self, resources: Mapping[str, Any]) -> None:
         sql = resources.get(SQL_RESOURCE)
         self._sql = sql if isinstance(sql, ReadOnlySQL) else None
 
-    def links(self, request: Request, principal: Principal, gate: Gate) -> tuple[Link, ...]:
-        """The values ``request`` names, for a ``principal`` offered a tool that queries the database."""
+    def index(self, principal: Principal, gate: Gate) -> ValueIndex | None:
+        """The database's values, for a ``principal`` offered a tool that queries it (the values their own
+        SQL could read); None for anyone else."""
         if self._sql is None or not any(SQL_RESOURCE in t.tags for t in gate.offer(principal).tools):
-            return ()
-        return value_index(self._sql).link(request.text)
+            return None
+        return value_index(self._sql)
 
 
 def as_read(request: Request, links: tuple[Link, ...]) -> str:

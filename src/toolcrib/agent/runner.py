@@ -167,20 +167,22 @@ class Runner:
         tracer = tracer or self._tracer(exporters)
         run_id = os.urandom(6).hex()  # what uuid4().hex[:12] gave (its first 48 bits are random), without the UUID
         request = Request.parse(question)
+        values = self._values.index(principal, self.gate)
         cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id, question=question,
-                           today=request.today)
+                           today=request.today, domains=values)
         system = _system_prompt(self.settings.name, self._example_id, self.settings.system_prompt, mode)
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_STARTED, f"Start run ({mode} mode)",
                       detail={"question": question, "user": principal.user_id, "mode": mode,
                               "strategy": "aided" if self.strategy.aided else "native"})
-        links = self._values.links(request, principal, self.gate)
+        links = values.link(question) if values is not None else ()
         if links:  # the row ids and stored values the request names, from the workspace's own data
             cctx.grounding.add(linked_text(links), LINKED)
             tracer.record(EventKind.VALUES_LINKED, "Values the request names, found in the data",
                           detail={"links": [link.describe() for link in links]})
         run = RunState(request, principal, tracer, cctx,
-                       [Message("system", system), Message("user", as_read(request, links))], run_id, mode)
+                       [Message("system", system), Message("user", as_read(request, links))], run_id, mode,
+                       links=links)
         flags = self.gate.scanner.scan(question) if self.gate.scanner is not None else []
         if flags:  # pasted text that claims authority: this run may read, never change anything
             run.request_flags = [f"{f.kind}: {f.excerpt}" for f in flags]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -12,7 +13,9 @@ from toolcrib.agent.request import Request
 from toolcrib.agent.runs import PausedRun
 from toolcrib.models.base import Completion, Message, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
+from toolcrib.sql.values import Link
 from toolcrib.tools.gate import CallContext
+from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.result import CallOutcome
 from toolcrib.trace.events import DecidedBy
 from toolcrib.trace.tracer import Tracer
@@ -77,6 +80,7 @@ class RunState:
     code_searched: bool = False
     paused: PausedRun | None = None
     request_flags: list[str] = field(default_factory=list)  # what the scanner flagged in the request itself
+    links: tuple[Link, ...] = ()  # the values of the workspace's data the request names (``agent.reading``)
     # where the run is in its graph (``pipeline.GRAPH``) and what its places hand on to each other
     path: list[str] = field(default_factory=list)  # the places it went through, in order
     reply: Completion | None = None  # the model's last decision
@@ -95,6 +99,12 @@ class RunState:
     @property
     def question(self) -> str:
         return self.request.text
+
+    def linked_ids(self, shape: str, leave: Set[str] = frozenset()) -> dict[str, Link]:
+        """The ids of ``shape`` of the rows the request names by another column ("Mango": pet_id PET-202),
+        less those in ``leave`` (casefolded), each with the link it came from."""
+        return {k: link for link in self.links if link.entry.key
+                for k in identifiers(link.entry.key[1], shape) if k.casefold() not in leave}
 
     @property
     def grounded(self) -> bool:

@@ -97,12 +97,20 @@ class ValueIndex:
                     entries += _column_entries(sql, table, column, key)
         return cls(entries)
 
+    def closed(self, name: str) -> tuple[str, ...] | None:
+        """The stored values of the columns called ``name`` when every one holds kinds (a closed set: the vets
+        of a diary, a status), to check an argument of that name against; None otherwise."""
+        found = [e for e in self.entries if e.column == name]
+        if not found or not all(e.kind for e in found):
+            return None
+        return tuple(sorted({e.value for e in found}, key=str.casefold))
+
     def link(self, text: str) -> tuple[Link, ...]:
         """The values ``text`` names, best first. A value is named when most of its weight of words is in
-        the text (a word held by many values weighs little) and one of those words is held by few values,
-        or when the text gives a word only that value holds and the word is a name (capitalised inside a
-        sentence: "Okoro") or long enough to be no common word ("paracetamol"). A word that fits many
-        values links none of them."""
+        the text (a word held by many values weighs little), one of those words is held by few values and
+        the text gives more than one word of a longer value; or when the text gives a word only that value
+        holds and the word is a name (capitalised inside a sentence: "Okoro") or long enough to be no
+        common word ("paracetamol"). A word that fits many values links none of them."""
         said: dict[str, str] = {}
         named: set[str] = set()
         for m in _WORD.finditer(text):
@@ -122,7 +130,9 @@ class ValueIndex:
             if entry.kind and not named.intersection(matched):
                 continue  # "booked" is a status, not what the request is about; "Okoro" is a person
             own = any(self._held[w] == 1 and (w in named or len(w) >= _LONG) for w in matched)
-            if own or (score >= 0.5 and any(self._held[w] <= _DISTINCT for w in matched)):
+            # one word of a longer value links only as its own: "Don't" names no "Don Norman"
+            whole = len(matched) >= 2 or len(words) == 1
+            if own or (whole and score >= 0.5 and any(self._held[w] <= _DISTINCT for w in matched)):
                 scored.append((score, Link(" ".join(said[w] for w in matched), entry)))
         scored.sort(key=lambda s: (-s[0], s[1].entry.key is None, s[1].entry.table, s[1].entry.column))
         links: list[Link] = []

@@ -32,7 +32,7 @@ from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.invoke import invoke
 from toolcrib.tools.provenance import argument_sources, check_egress, checks_run, requested_in, unrequested
 from toolcrib.tools.registry import Offer, Registry
-from toolcrib.tools.regrounding import Regrounded, ground_dates, unnamed_filters
+from toolcrib.tools.regrounding import Domains, Regrounded, ground_dates, stored_names, unnamed_filters
 from toolcrib.tools.result import CallOutcome, Status, encoded_ok_payload, error_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.trace.events import DecidedBy, EventKind
@@ -63,6 +63,7 @@ class CallContext:
     question: str = ""  # the user's request, shown to an approver next to the call
     flags: list[str] = field(default_factory=list)  # what the scanner flagged in this run's results
     today: date | None = None  # what the request's dates are resolved against (None: the machine's today)
+    domains: Domains | None = None  # the closed sets of stored values an argument must name (None: none checked)
 
     def tool_context(self) -> ToolContext:
         return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id,
@@ -182,9 +183,11 @@ class Gate:
     def _ground_values(call: ToolCall, tool: Tool, values: dict[str, Any],
                        cctx: CallContext) -> tuple[dict[str, Any], list[Regrounded]]:
         """``values`` with their dates held to the request's (``regrounding.ground_dates``) and a READ's
-        filters nobody named left out (``regrounding.unnamed_filters``), what changed recorded."""
+        filters nobody named left out (``regrounding.unnamed_filters``), what changed recorded; a name of a
+        closed set that names no stored value refused (``regrounding.stored_names``)."""
         values, dated = ground_dates(tool.name, values, tool.identifiers, cctx.grounding, cctx.question, cctx.today)
         values, dropped = unnamed_filters(tool, values, cctx.grounding)
+        stored_names(tool, values, cctx.domains)
         if dated or dropped:
             cctx.tracer.record(EventKind.ARGUMENT_REGROUNDED, f"Arguments re-grounded: {tool.name}", tool=tool.name,
                                call_id=call.id, detail={"regrounded": [r.to_dict() for r in dated + dropped]})

@@ -12,21 +12,36 @@ A small model also fills a lookup's optional filters with words nobody said: ``f
 building="None")`` finds no room in a building called "None". An optional free-text argument of a READ whose value no
 text of the run holds (not the request, not a result, not a value linked to the data) is left out, so the
 tool's own default applies, and recorded like a re-grounded date.
+
+A name from a closed set (the vets of a diary, a status: ``Domains``) must name one of its stored values:
+``find_free_rooms(date=..., building="West Wing")`` where no building is called so is refused with the
+values that exist.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import date
-from typing import Any
+from typing import Any, Protocol
 
 from toolcrib.dates import Stated, described, iso_dates, stated_dates
 from toolcrib.errors import UngroundedArgument
 from toolcrib.tools.grounding import Grounding
-from toolcrib.tools.tool import Tool
+from toolcrib.tools.tool import Effect, Tool
 
 _FILTER_WORDS = 6  # a longer text is what the tool searches for, not a filter
+_WORD = re.compile(r"[^\W\d_]{3,}")  # a name's words ("Dr" is a title, not a name)
+_LISTED = 20  # stored values a refusal lists, at most
+
+
+class Domains(Protocol):
+    """The stored values of a closed set, by the name of the argument that must name one of them."""
+
+    def closed(self, name: str) -> Sequence[str] | None:
+        """The values an argument called ``name`` must name; None when any value will do."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,28 @@ def unnamed_filters(tool: Tool, values: dict[str, Any], grounding: Grounding) ->
     if not dropped:
         return values, []
     return {k: v for k, v in values.items() if k not in {d.argument for d in dropped}}, dropped
+
+
+def stored_names(tool: Tool, values: dict[str, Any], domains: Domains | None) -> None:
+    """Raise UngroundedArgument, listing the stored values, for a READ's free-text argument of a closed set
+    (``domains``) that names none of them: not equal to one, and no word of it held by that one alone."""
+    if domains is None or tool.effect is not Effect.READ:
+        return
+    for name, value in values.items():
+        if type(value) is not str or not value.strip() or name in tool.identifiers or iso_dates(value):
+            continue
+        stored = domains.closed(name)
+        if stored and not _names(value, stored):
+            raise UngroundedArgument(f"{tool.name}: {name} {value!r} names none of the stored values "
+                                     f"({', '.join(stored[:_LISTED])}): use one of those, or leave it out")
+
+
+def _names(value: str, stored: Sequence[str]) -> bool:
+    """``value`` is one of ``stored``, or gives a word only one of them holds ("Patel": "Dr Priya Patel")."""
+    if value.strip().casefold() in {s.casefold() for s in stored}:
+        return True
+    held = [{w.casefold() for w in _WORD.findall(s)} for s in stored]
+    return any(sum(word in h for h in held) == 1 for word in {w.casefold() for w in _WORD.findall(value)})
 
 
 def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], grounding: Grounding, question: str,
