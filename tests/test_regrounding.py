@@ -143,3 +143,21 @@ def test_a_filter_nobody_named_is_left_out_and_one_the_request_names_is_kept() -
     assert event.detail["regrounded"][0]["written"] == "None" and event.detail["regrounded"][0]["grounded"] == ""
     admitted("Free slots with Dr Patel on 8 December 2026?", {"date": "2026-12-08", "vet": "Dr Patel"})
     assert VETS == ["", "Dr Patel"]
+
+
+@tool
+def free_rooms(day: date) -> dict[str, Any]:
+    """The free rooms of one day."""
+    ASKED.append(day.isoformat())
+    return {"day": day.isoformat(), "free": ["Room 2"] if day == date(2026, 12, 8) else []}
+
+
+def test_a_parameter_typed_date_is_held_to_the_request_too() -> None:
+    assert free_rooms.parameters["properties"]["day"] == {"format": "date", "type": "string"}  # schema and grammar
+    ASKED.clear()
+    model = ScriptedModel([{"tool_calls": [{"name": "free_rooms", "arguments": {"day": "2023-12-08"}}]},
+                           "Room 2 is free [free_rooms#1]."])
+    gate = Gate(Registry([free_rooms]), GroupPolicy({"staff": ["*"]}))
+    answer = Runner(model, gate).ask("Which rooms are free on 8 December 2026?", USER)
+    assert ASKED == ["2026-12-08"] and answer.executed[0]["arguments"] == {"day": "2026-12-08"}
+    assert "Room 2" in answer.text

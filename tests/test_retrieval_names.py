@@ -39,6 +39,7 @@ def test_names_are_runs_of_capitalised_words_not_opening_a_sentence() -> None:
     assert names("What does our competitor Brightline Scientific charge?") == ["Brightline Scientific"]
     assert names("What is the penalty in the Alder contract, and how does Birch's differ?") == ["Alder", "Birch"]
     assert names("How do I escalate a critical issue? Where is the FAQ.") == []
+    assert names("Hi, I'm new here and I've read Norden's contract") == ["Norden"]  # the speaker is no name
 
 
 def test_a_hyphenated_word_also_matches_its_parts() -> None:

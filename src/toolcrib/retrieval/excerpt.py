@@ -37,16 +37,19 @@ _QUANTITY_ASK = re.compile(r"\b(?:how\s+(?:much|many|long|soon|often|fast|far)|w
 
 
 _NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_I_CONTRACTED = re.compile(r"I['’](?:m|ve|ll|d)$")  # "I'm", "I've": the speaker, not a name
+
 
 def names(text: str) -> list[str]:
     """The names ``text`` holds: runs of capitalised words ("Northwind Labs"), without a word that
-    opens a sentence or a leading function word ("The", "What"), each run once."""
+    opens a sentence, a leading function word ("The", "What") or "I'm", each run once."""
     names: list[str] = []
     run: list[str] = []
     for m in _NAME_WORD.finditer(text + " ."):
         word = m.group(0)
         opens = m.start() == 0 or bool(re.search(r"[.!?:]\s*$", text[:m.start()]))
-        if word[:1].isupper() and len(word) > 2 and not opens and not (not run and word.lower() in _STOP):
+        if (word[:1].isupper() and len(word) > 2 and not opens and not (not run and word.lower() in _STOP)
+                and not _I_CONTRACTED.match(word)):
             run.append(re.sub(r"['’]s$", "", word))
             continue
         if run:

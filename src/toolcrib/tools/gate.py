@@ -519,7 +519,8 @@ def _as_run(call: ToolCall, values: Mapping[str, Any], regrounded: Sequence[Regr
     arguments = dict(call.arguments)
     for changed in regrounded:
         if changed.argument in values:
-            arguments[changed.argument] = values[changed.argument]
+            value = values[changed.argument]
+            arguments[changed.argument] = value.isoformat() if isinstance(value, date) else value
         else:
             arguments.pop(changed.argument, None)
     return ToolCall(call.id, call.name, arguments)

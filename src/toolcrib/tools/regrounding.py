@@ -95,21 +95,22 @@ def _names(value: str, stored: Sequence[str]) -> bool:
 
 def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], grounding: Grounding, question: str,
                  today: date | None = None) -> tuple[dict[str, Any], list[Regrounded]]:
-    """``values`` with each date no source gives replaced by the request's date it stands for, and what was
-    replaced; ``skip`` names arguments grounded otherwise (identifiers); the request's dates are resolved against
-    ``today`` (default: the machine's). Raises UngroundedArgument for a date the request does not say how to
-    replace."""
+    """``values`` with each date no source gives (in a string, or a value typed ``date`` or ``datetime``)
+    replaced by the request's date it stands for, and what was replaced; ``skip`` names arguments grounded
+    otherwise (identifiers); the request's dates are resolved against ``today`` (default: the machine's).
+    Raises UngroundedArgument for a date the request does not say how to replace."""
     changed: dict[str, Any] = {}
     regrounded: list[Regrounded] = []
     for name, value in values.items():
-        if type(value) is not str or "-" not in value or name in skip:
+        if name in skip or not ((type(value) is str and "-" in value) or isinstance(value, date)):
             continue
-        found = iso_dates(value)
+        written = value.isoformat() if isinstance(value, date) else value  # a parameter typed date or datetime
+        found = iso_dates(written)
         if not found:
             continue
         today = today or date.today()
         stated = stated_dates(question, today)
-        text = value
+        text = written
         for day, m in reversed(found):  # from the end: replacing keeps the earlier dates' places
             if _given(day, stated, grounding, today):
                 continue
@@ -119,8 +120,8 @@ def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], groundi
             text = text[:m.start()] + meant.isoformat() + text[m.end():]
             because = (f"the request gives {described(stated)}" if stated else "")
             regrounded.append(Regrounded(name, m.group(0), meant.isoformat(), because))
-        if text != value:
-            changed[name] = text
+        if text != written:
+            changed[name] = type(value).fromisoformat(text) if isinstance(value, date) else text
     return ({**values, **changed} if changed else values), regrounded[::-1]
 
 
