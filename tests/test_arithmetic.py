@@ -62,3 +62,16 @@ def test_operands_must_have_a_source() -> None:
     text, done = worked_out("2 x £8.50 = £17.50", lambda f: f in {2.0, 8.5})
     assert text == "2 x £8.50 = £17.00" and done[0].written == "£17.50"
     assert worked_out("2 x £8.50 = £17.50", lambda f: f == 2.0) == ("2 x £8.50 = £17.50", [])
+
+
+def test_a_price_rounded_by_the_model_is_not_the_computed_price() -> None:
+    micro = priced(columns=["name", "price_gbp"], rows=[["Microchipping", 22.0]])
+    asked = Request.parse("With the 10% off, what does a member pay for microchipping?")
+    assert "20" not in micro.review("A member pays £20.", asked).text  # 19.80, rounded: removed
+    review = micro.review("A member pays 22.0 pounds * (1 - 0.10) = 20.0 pounds.", asked)
+    assert "= 19.80 pounds" in review.text and "the answer said 20.0" in review.text
+
+
+def test_a_share_is_checked_as_a_percentage() -> None:
+    assert worked_out("10 / 30 = 30%", lambda f: f in {10.0, 30.0})[0] == "10 / 30 = 33.33%"
+    assert worked_out("10 / 30 = 33.3%", lambda f: f in {10.0, 30.0})[0] == "10 / 30 = 33.3%"

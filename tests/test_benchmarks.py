@@ -16,6 +16,7 @@ DATA = ROOT.parent / "shared" / "data"
 SCRIPTS: dict[str, tuple[str | None, int]] = {
     "gate_overhead": (None, 120),
     "peers": (None, 120),
+    "answer_peers": (None, 900),  # --quick: one demo question each, the real model (minutes)
     "demo_retrieval": (None, 300),
     "beir": (None, 300),  # --quick is the scale run: synthetic chunks
     "serve_load": (None, 300),

@@ -4,6 +4,7 @@ tool keyed by its id through the data's own link, and a date is the one the requ
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +63,10 @@ def test_a_day_written_out_is_the_day_the_tool_is_asked_about(clinic: Path) -> N
 def test_a_part_named_by_name_is_looked_up_by_its_number(demo: Path) -> None:
     answer = ask(demo, "What does the safety relay cost?", "alice")
     assert any(name == "lookup_part" and args.get("part_number") == "RLY-1240" for name, args in ran(answer))
+
+
+def test_a_discounted_price_is_read_from_the_data_and_worked_out_by_code(clinic: Path) -> None:
+    answer = ask(clinic, "With the health plan's 10% off, what does a member pay for microchipping?", "rosa")
+    assert ("sql_query", {"query": 'SELECT * FROM "services" WHERE "code" = ?', "params": ["MICRO"]}) in ran(answer)
+    stated = {float(f) for f in re.findall(r"\d+(?:\.\d+)?", answer["text"].split("Computed:")[0])}
+    assert stated <= {22.0, 10.0, 19.8, 0.1, 1.0}, answer["text"]  # the price, the discount, or 19.80: no other

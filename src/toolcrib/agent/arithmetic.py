@@ -23,8 +23,11 @@ from itertools import permutations
 
 _NUMBER = r"[$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|[$€£]?\d+(?:\.\d+)?%?"
 _OPERATOR = r"\s*[-+×x*/÷−–]\s*"
-# "£120 - £18 = £100", "2 x £8.50 = £17": operands and operators, "=", the stated result
-_EXPRESSION = re.compile(rf"(?<![\w.-])((?:{_NUMBER})(?:{_OPERATOR}(?:{_NUMBER}))+)\s*=\s*({_NUMBER})(?![\w%])")
+_UNIT = r"(?:\s*(?:pounds?|dollars?|euros?|GBP|USD|EUR)\b)?"  # "22.0 pounds * (1 - 0.10)"
+_OPERAND = rf"\(*\s*(?:{_NUMBER}){_UNIT}\s*\)*"
+# "£120 - £18 = £100", "2 x £8.50 = £17", "22 * (1 - 0.10) = 19.80": operands and operators, "=", the result
+_EXPRESSION = re.compile(rf"(?<![\w.-])({_OPERAND}(?:{_OPERATOR}{_OPERAND})+)\s*=\s*({_NUMBER})(?![\w%])")
+_UNITS = re.compile(_UNIT[3:-2])
 # "15% of £120 is £18", "10% of 420 = 42"
 _PERCENT_OF = re.compile(rf"(?<![\w.-])(\d+(?:\.\d+)?)%\s+of\s+({_NUMBER})\s+(?:is|=|comes to|makes)\s+({_NUMBER})"
                          r"(?![\w%])")
@@ -44,6 +47,8 @@ _OPERATIONS: tuple[tuple[Callable[[float, float], float | None], str], ...] = (
     (lambda a, b: a * (1 + b / 100) if 0 < b <= 100 else None, "{a} plus {b}%"),
     (lambda a, b: a / b * 100 if b and a < b else None, "{a} as a percentage of {b}"),
 )
+_SHARE = _OPERATIONS[-1][1]
+_CENT = 0.005 + 1e-9
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,9 @@ def worked_out(text: str, grounded: Callable[[float], bool]) -> tuple[str, list[
     it) evaluated by code, a wrong result replaced by the right one; and each evaluation."""
     computed: list[Computed] = []
 
-    def known(figure: float) -> bool:
-        return grounded(figure) or any(_close(c.figure, figure) for c in computed)
+    def known(figure: float) -> bool:  # 1 and 100 are the form of a percentage ("1 - 0.10"), 0.10 its 10%
+        return (figure in (1, 100) or grounded(figure) or grounded(round(figure * 100, 6))
+                or any(_close(c.figure, figure) for c in computed))
 
     def percent_of(m: re.Match[str]) -> str:
         share, whole = float(m.group(1)), _value(m.group(2))
@@ -97,19 +103,25 @@ def traced(figure: float, operands: Collection[float], sentence: Iterable[float]
     """How one operation on two of ``operands`` (figures that have a source) gives ``figure``, or the sum of
     the other figures of its ``sentence`` (three or more, each one of ``operands``); None when none does."""
     others = [f for f in sentence if f != figure]
-    if len(others) >= 3 and all(f in operands for f in others) and _close(sum(others), figure):
+    if len(others) >= 3 and all(f in operands for f in others) and abs(sum(others) - figure) < _CENT:
         return Computed(" + ".join(figure_text(f) for f in others), figure)
-    for a, b in permutations(sorted(set(operands)), 2):
+    for a, b in permutations(sorted(f for f in set(operands) if f not in (0, 1)), 2):  # x 1 computes nothing
         for operation, how in _OPERATIONS:
             value = operation(a, b)
-            if value is not None and _close(value, figure):
+            # a share may be rounded as written ("33.3%"); any other figure is exact to the cent ("£20" for
+            # 19.80 is wrong)
+            if value is not None and (_close(value, figure) if how == _SHARE else abs(value - figure) < _CENT):
                 return Computed(how.format(a=figure_text(a), b=figure_text(b)), figure)
     return None
 
 
 def _settled(written: str, value: float, how: str, computed: list[Computed]) -> str:
     """The result as it stands, or as code worked it out where the model's differs (currency kept)."""
-    if _close(value, _value(written)):
+    if written.endswith("%") and abs(value * 100 - _value(written)) < abs(value - _value(written)):
+        value *= 100  # "10 / 30 = 33.3%": the ratio, as a percentage
+    decimals = len(written.rstrip("%").partition(".")[2])
+    off = abs(value - _value(written))
+    if off < _CENT or (written.endswith("%") and off <= 0.5 / 10.0 ** decimals):  # a share as rounded
         computed.append(Computed(how.strip(), value))
         return written
     computed.append(Computed(how.strip(), value, written))
@@ -120,7 +132,7 @@ def _settled(written: str, value: float, how: str, computed: list[Computed]) -> 
 
 def _evaluate(expression: str) -> float | None:
     """An expression of figures and + - × ÷, evaluated by code (precedence as written in arithmetic)."""
-    plain = re.sub(r"[$€£,]", "", expression)
+    plain = re.sub(r"[$€£,]", "", _UNITS.sub("", expression))
     plain = re.sub(r"(\d)%", r"(\1/100)", plain)
     plain = plain.translate(_SYMBOLS)
     try:

@@ -279,12 +279,13 @@ class EvidenceLedger:
             facts = Facts.of(claim)
             items = {cid: held[cid] for cid in ids} if ids else held
             found = Facts.joined(items.values()).figures
-            unsourced = facts.figures - found - asked.figures - {round(w.figure, 6) for w in worked}
+            unsourced = {f for f in facts.figures - found - asked.figures - {round(w.figure, 6) for w in worked}
+                         if round(f * 100, 6) not in sourced}  # 0.10: a percentage the evidence gives, as a fraction
             pool = operands | found if len(found) <= _FEW_FIGURES else operands  # few: the sentence's operands
             traces = [arithmetic.traced(f, pool, arithmetic.figures(claim)) for f in unsourced]
             if all(traces):  # each worked out from figures that have a source
                 worked += [t for t in traces if t is not None]
-                facts = Facts(facts.identifiers, facts.figures - unsourced - {round(w.figure, 6) for w in worked})
+                facts = Facts(facts.identifiers, facts.figures & (found | asked.figures))  # the rest explained
             missing = facts.missing_from(Facts.joined(items.values()), asked)
             why = (f"{missing} is not in the evidence" if missing else self._unrelated(facts, asked, items)
                    or _contradiction(claim, cited or everything))

@@ -42,6 +42,7 @@ from toolcrib.agent.nodes import (
     Write,
 )
 from toolcrib.agent.planning import (
+    LinkedRows,
     PassageLookups,
     PlannedLookups,
     RegroundedLookup,
@@ -72,6 +73,7 @@ STEPS: tuple[Step, ...] = (
     RegroundedLookup(),  # an invented id made again with the request's one id
     RefusedChange(),  # the one change was refused, and the answer says so
     PlannedLookups(),  # the lookups the model left out
+    LinkedRows(),  # the rows the request names by a value
     RequestedChange(),  # a change the request asks for after its lookups, held
     RecordAnswer(),  # the answer is the records' facts
     UnansweredSearch(),  # a search for what no result holds
@@ -127,7 +129,7 @@ GRAPH: dict[Mode, Graph] = {
         "decided": Place(RunSteps(), (S.REGROUNDED_LOOKUP, S.REFUSED_CHANGE), {E.NEXT: "held", E.ENDED: "amend"}),
         "held": Place(Held(), (), {E.HELD: "pause", E.NEXT: "lookups"}),
         "lookups": Place(OnlyLookups(), (), {E.YES: "gather", E.NO: "search"}),
-        "gather": Place(RunSteps(), (S.PLANNED_LOOKUPS, S.REQUESTED_CHANGE), {E.NEXT: "gathered"}),
+        "gather": Place(RunSteps(), (S.PLANNED_LOOKUPS, S.LINKED_ROWS, S.REQUESTED_CHANGE), {E.NEXT: "gathered"}),
         "gathered": Place(Held(), (), {E.HELD: "pause", E.NEXT: "found"}),
         "found": Place(Found(), (), {E.YES: "records", E.NO: "search"}),
         "records": Place(RunSteps(), (S.RECORD_ANSWER,), {E.NEXT: "complete", E.ENDED: "amend"}),
@@ -141,12 +143,12 @@ GRAPH: dict[Mode, Graph] = {
         "resume": Place(Resume(), (), {E.HELD: "pause", E.NEXT: "round"}),
         "round": Place(Round(), (), {E.LIMIT: "search", E.EVIDENCE: "first", E.NEXT: "decide"}),
         "first": Place(Once(), (), {E.NEXT: "gather", E.SKIP: "decide"}),
-        "gather": Place(RunSteps(), (S.PLANNED_LOOKUPS,), {E.NEXT: "complete"}),
+        "gather": Place(RunSteps(), (S.PLANNED_LOOKUPS, S.LINKED_ROWS), {E.NEXT: "complete"}),
         "complete": Place(RunSteps(), (S.UNANSWERED_SEARCH, S.PASSAGE_LOOKUPS), {E.NEXT: "decide"}),
         "decide": Place(RoundDecide(), (), {E.CALLS: "proposed", E.TEXT: "reply"}),
         "reply": Place(Supported(), (), {E.YES: "late", E.NO: "search_now"}),
         "late": Place(Once(), (), {E.NEXT: "late_gather", E.SKIP: "aided"}),
-        "late_gather": Place(RunSteps(), (S.PLANNED_LOOKUPS,), {E.NEXT: "late_complete"}),
+        "late_gather": Place(RunSteps(), (S.PLANNED_LOOKUPS, S.LINKED_ROWS), {E.NEXT: "late_complete"}),
         "late_complete": Place(RunSteps(), (S.UNANSWERED_SEARCH, S.PASSAGE_LOOKUPS), {E.NEXT: "added"}),
         "added": Place(Added(), (), {E.YES: "round", E.NO: "aided"}),
         "aided": Place(Aided(), (), {E.YES: "records", E.NO: "respond"}),

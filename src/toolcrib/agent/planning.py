@@ -4,6 +4,7 @@ the gate like any call and recorded as decided by code (steps of the aided strat
 from __future__ import annotations
 
 import json
+import re
 
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Finish
@@ -15,6 +16,7 @@ from toolcrib.agent.steps import Step, StepId
 from toolcrib.models.base import Message, ToolCall
 from toolcrib.retrieval.excerpt import best_unit
 from toolcrib.retrieval.retriever import contains_exactly
+from toolcrib.sql.tool import SQL_RESOURCE
 from toolcrib.text import find_identifiers, stems
 from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.registry import tool_specs
@@ -113,6 +115,43 @@ class PlannedLookups(Step):
         if planned:
             calls.offer(run, offer)
         return planned, links
+
+
+class LinkedRows(Step):
+    """The rows the request names by a value of another column ("microchipping": services.name, code MICRO;
+    ``RunState.links``) that no result of the run holds yet, read by code through the query tool (the user's
+    own, offered to them), at most two: the answer then has the row's other values (its price, its length)
+    as evidence, cited like any result, and the call records the link it came from."""
+
+    id, aid, setting = StepId.LINKED_ROWS, True, "plan_lookups"
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        offer = calls.current_offer(run)
+        query = next((t for t in offer.tools if SQL_RESOURCE in t.tags), None)
+        if query is None or not run.links or run.cctx.flags:
+            return None
+        held = " ".join(calls.records(run)).casefold()
+        rows = [link for link in run.links if link.entry.key is not None
+                and not {link.entry.value.casefold(), link.entry.key[1].casefold()} & _words_of(held)]
+        planned: list[ToolCall] = []
+        linked: dict[str, str] = {}
+        for link in rows[:_BUDGET]:
+            assert link.entry.key is not None
+            column, key = link.entry.key
+            call = ToolCall(f"code_{run.calls + len(planned) + 1}", query.name,
+                            {"query": f'SELECT * FROM "{link.entry.table}" WHERE "{column}" = ?', "params": [key]})
+            planned.append(call)
+            linked[call.id] = link.describe()
+        if planned:
+            calls.offer(run, offer)
+            await calls.run_planned(run, planned, "the request names this row by one of its values", self.id,
+                                    linked=linked)
+        return None
+
+
+def _words_of(text: str) -> set[str]:
+    """The values a result's JSON text holds, casefolded: each string value, whole."""
+    return set(re.findall(r'"([^"]*)"', text))
 
 
 class RequestedChange(Step):

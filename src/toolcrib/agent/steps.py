@@ -45,6 +45,7 @@ class StepId(StrEnum):
     REGROUNDED_LOOKUP = "regrounded_lookup"  # a lookup refused for an invented id, made with the request's one id
     REFUSED_CHANGE = "refused_change"  # the one call was a change the gate refused: said so by code
     PLANNED_LOOKUPS = "planned_lookups"  # the obvious lookups the model left out
+    LINKED_ROWS = "linked_rows"  # the rows the request names by a value, read by code
     REQUESTED_CHANGE = "requested_change"  # single mode: a change the request asks for after its lookups
     RECORD_ANSWER = "record_answer"  # facts of records looked up, stated by code
     UNANSWERED_SEARCH = "unanswered_search"  # a document search for what the request asks and no result holds
