@@ -79,6 +79,7 @@ class ValueIndex:
                 self._by_word[word].append(entry)
         # how many distinct values hold each word (the same value in two columns counts once)
         self._held = {w: len({e.value.casefold() for e in es}) for w, es in self._by_word.items()}
+        self._closed: dict[str, tuple[str, ...] | None] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -100,10 +101,11 @@ class ValueIndex:
     def closed(self, name: str) -> tuple[str, ...] | None:
         """The stored values of the columns called ``name`` when every one holds kinds (a closed set: the vets
         of a diary, a status), to check an argument of that name against; None otherwise."""
-        found = [e for e in self.entries if e.column == name]
-        if not found or not all(e.kind for e in found):
-            return None
-        return tuple(sorted({e.value for e in found}, key=str.casefold))
+        if name not in self._closed:  # asked on every call with a text argument: worked out once per name
+            found = [e for e in self.entries if e.column == name]
+            self._closed[name] = (tuple(sorted({e.value for e in found}, key=str.casefold))
+                                  if found and all(e.kind for e in found) else None)
+        return self._closed[name]
 
     def link(self, text: str) -> tuple[Link, ...]:
         """The values ``text`` names, best first. A value is named when most of its weight of words is in

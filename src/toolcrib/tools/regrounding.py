@@ -20,7 +20,9 @@ values that exist.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import date
@@ -87,10 +89,15 @@ def stored_names(tool: Tool, values: dict[str, Any], domains: Domains | None) ->
 
 def _names(value: str, stored: Sequence[str]) -> bool:
     """``value`` is one of ``stored``, or gives a word only one of them holds ("Patel": "Dr Priya Patel")."""
-    if value.strip().casefold() in {s.casefold() for s in stored}:
-        return True
-    held = [{w.casefold() for w in _WORD.findall(s)} for s in stored]
-    return any(sum(word in h for h in held) == 1 for word in {w.casefold() for w in _WORD.findall(value)})
+    whole, own = _domain(tuple(stored))
+    return value.strip().casefold() in whole or any(w.casefold() in own for w in _WORD.findall(value))
+
+
+@functools.lru_cache(maxsize=256)
+def _domain(stored: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """The values of a closed set, casefolded, and the words only one of them holds."""
+    held = Counter(w for s in stored for w in {w.casefold() for w in _WORD.findall(s)})
+    return frozenset(s.casefold() for s in stored), frozenset(w for w, n in held.items() if n == 1)
 
 
 def ground_dates(tool: str, values: dict[str, Any], skip: Sequence[str], grounding: Grounding, question: str,
