@@ -132,7 +132,7 @@ class LinkedRows(Step):
             return None
         held = " ".join(calls.records(run)).casefold()
         rows = [link for link in run.links if link.entry.key is not None
-                and not {link.entry.value.casefold(), link.entry.key[1].casefold()} & _words_of(held)]
+                and not {link.entry.value.casefold(), link.entry.key[1].casefold()} & _string_values(held)]
         planned: list[ToolCall] = []
         linked: dict[str, str] = {}
         for link in rows[:_BUDGET]:
@@ -149,7 +149,7 @@ class LinkedRows(Step):
         return None
 
 
-def _words_of(text: str) -> set[str]:
+def _string_values(text: str) -> set[str]:
     """The values a result's JSON text holds, casefolded: each string value, whole."""
     return set(re.findall(r'"([^"]*)"', text))
 
