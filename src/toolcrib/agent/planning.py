@@ -118,10 +118,11 @@ class PlannedLookups(Step):
 
 
 class LinkedRows(Step):
-    """The rows the request names by a value of another column ("microchipping": services.name, code MICRO;
-    ``RunState.links``) that no result of the run holds yet, read by code through the query tool (the user's
-    own, offered to them), at most two: the answer then has the row's other values (its price, its length)
-    as evidence, cited like any result, and the call records the link it came from."""
+    """The rows the request names by every word of a value of another column ("microchipping": services.name,
+    code MICRO; ``RunState.links``; not "supplier" of a meeting's title) that no result of the run holds yet,
+    read by code through the query tool (the user's own, offered to them), at most two: the answer then has
+    the row's other values (its price, its length) as evidence, cited like any result, and the call records
+    the link it came from."""
 
     id, aid, setting = StepId.LINKED_ROWS, True, "plan_lookups"
 
@@ -131,7 +132,7 @@ class LinkedRows(Step):
         if query is None or not run.links or run.cctx.flags:
             return None
         held = " ".join(calls.records(run)).casefold()
-        rows = [link for link in run.links if link.entry.key is not None
+        rows = [link for link in run.links if link.whole and link.entry.key is not None
                 and not {link.entry.value.casefold(), link.entry.key[1].casefold()} & _string_values(held)]
         planned: list[ToolCall] = []
         linked: dict[str, str] = {}

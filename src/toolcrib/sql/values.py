@@ -52,6 +52,7 @@ class Link:
 
     said: str
     entry: Entry
+    whole: bool = False  # the text gives every word of the value ("microchipping"; not "supplier" of a title)
 
     def describe(self) -> str:
         """``"Juniper" = customers.name "Juniper" (customer_id C-17)``."""
@@ -135,7 +136,7 @@ class ValueIndex:
             # one word of a longer value links only as its own: "Don't" names no "Don Norman"
             whole = len(matched) >= 2 or len(words) == 1
             if own or (whole and score >= 0.5 and any(self._held[w] <= _DISTINCT for w in matched)):
-                scored.append((score, Link(" ".join(said[w] for w in matched), entry)))
+                scored.append((score, Link(" ".join(said[w] for w in matched), entry, len(matched) == len(words))))
         scored.sort(key=lambda s: (-s[0], s[1].entry.key is None, s[1].entry.table, s[1].entry.column))
         links: list[Link] = []
         for _, link in scored:
