@@ -29,7 +29,7 @@ _FOUND_CHARS = 1200  # of the records found, shown with a change asked for after
 class RegroundedLookup(Step):
     """A lookup by identifier refused because the model's identifier appears nowhere ("G7-001"), made
     again by code with the one identifier of that shape the request holds ("G7"), or else of the one row it
-    names by another column ("Mango": PET-202, ``RunState.linked_ids``)."""
+    names by another column ("Juniper": C-17, ``RunState.linked_ids``)."""
 
     id, aid = StepId.REGROUNDED_LOOKUP, True
 
@@ -97,7 +97,7 @@ class PlannedLookups(Step):
             name, shape = key
             found = [v for v in run.request.identifiers_of(shape) if missing or v.casefold() not in used]
             linked = {} if found else run.linked_ids(shape, looked_up)
-            if len(linked) == 1:  # a row the request names by another column ("Mango": pets.name, pet_id PET-202)
+            if len(linked) == 1:  # a row the request names by another column ("Juniper": customers.name, C-17)
                 found = list(linked)
             if not found:
                 if any(name in c.arguments for c in made):  # that kind of thing was looked up: no chain
@@ -118,8 +118,8 @@ class PlannedLookups(Step):
 
 
 class LinkedRows(Step):
-    """The rows the request names by every word of a value of another column ("microchipping": services.name,
-    code MICRO; ``RunState.links``; not "supplier" of a meeting's title) that no result of the run holds yet,
+    """The rows the request names by every word of a value of another column ("express delivery": services.name,
+    code EXP-1; ``RunState.links``; not "supplier" of a meeting's title) that no result of the run holds yet,
     read by code through the query tool (the user's own, offered to them), at most two: the answer then has
     the row's other values (its price, its length) as evidence, cited like any result, and the call records
     the link it came from."""

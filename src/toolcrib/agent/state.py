@@ -101,7 +101,7 @@ class RunState:
         return self.request.text
 
     def linked_ids(self, shape: str, leave: Set[str] = frozenset()) -> dict[str, Link]:
-        """The ids of ``shape`` of the rows the request names by another column ("Mango": pet_id PET-202),
+        """The ids of ``shape`` of the rows the request names by another column ("Juniper": customer_id C-17),
         less those in ``leave`` (casefolded), each with the link it came from."""
         return {k: link for link in self.links if link.entry.key
                 for k in identifiers(link.entry.key[1], shape) if k.casefold() not in leave}

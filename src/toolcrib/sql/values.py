@@ -52,7 +52,7 @@ class Link:
 
     said: str
     entry: Entry
-    whole: bool = False  # the text gives every word of the value ("microchipping"; not "supplier" of a title)
+    whole: bool = False  # the text gives every word of the value ("express delivery"; not "supplier" of a title)
 
     def describe(self) -> str:
         """``"Juniper" = customers.name "Juniper" (customer_id C-17)``."""
@@ -100,8 +100,8 @@ class ValueIndex:
         return cls(entries)
 
     def closed(self, name: str) -> tuple[str, ...] | None:
-        """The stored values of the columns called ``name`` when every one holds kinds (a closed set: the vets
-        of a diary, a status), to check an argument of that name against; None otherwise."""
+        """The stored values of the columns called ``name`` when every one holds kinds (a closed set: the staff
+        of a rota, a status), to check an argument of that name against; None otherwise."""
         if name not in self._closed:  # asked on every call with a text argument: worked out once per name
             found = [e for e in self.entries if e.column == name]
             self._closed[name] = (tuple(sorted({e.value for e in found}, key=str.casefold))

@@ -13,7 +13,7 @@ building="None")`` finds no room in a building called "None". An optional free-t
 text of the run holds (not the request, not a result, not a value linked to the data) is left out, so the
 tool's own default applies, and recorded like a re-grounded date.
 
-A name from a closed set (the vets of a diary, a status: ``Domains``) must name one of its stored values:
+A name from a closed set (the staff of a rota, a status: ``Domains``) must name one of its stored values:
 ``find_free_rooms(date=..., building="West Wing")`` where no building is called so is refused with the
 values that exist.
 """
@@ -88,7 +88,7 @@ def stored_names(tool: Tool, values: dict[str, Any], domains: Domains | None) ->
 
 
 def _names(value: str, stored: Sequence[str]) -> bool:
-    """``value`` is one of ``stored``, or gives a word only one of them holds ("Patel": "Dr Priya Patel")."""
+    """``value`` is one of ``stored``, or gives a word only one of them holds ("Okafor": "Dr Ngozi Okafor")."""
     whole, own = _domain(tuple(stored))
     return value.strip().casefold() in whole or any(w.casefold() in own for w in _WORD.findall(value))
 
