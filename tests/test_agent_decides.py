@@ -23,7 +23,7 @@ from toolcrib import (
 )
 from toolcrib.agent.evidence import EvidenceLedger
 from toolcrib.agent.request import Request
-from toolcrib.agent.steps import StepId
+from toolcrib.agent.stepids import StepId
 from toolcrib.models.base import Completion, Message, ModelSettings, ToolCall, ToolSpec
 from toolcrib.models.profile import ModelProfile
 from toolcrib.policy.scanner import PatternScanner

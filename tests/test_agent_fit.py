@@ -11,7 +11,7 @@ from toolcrib import EventKind, Gate, GroupPolicy, Principal, Registry, Runner, 
 from toolcrib.agent.capabilities import unavailable_asked
 from toolcrib.agent.fit import invented_values
 from toolcrib.agent.request import Request
-from toolcrib.agent.steps import StepId
+from toolcrib.agent.stepids import StepId
 from toolcrib.models.profile import ModelProfile
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.tool import Effect

@@ -30,7 +30,7 @@ from toolcrib.agent.nodes import Edge
 from toolcrib.agent.pipeline import GRAPH, STEPS, mermaid
 from toolcrib.agent.runs import FileRunStore
 from toolcrib.agent.state import Mode
-from toolcrib.agent.steps import StepId
+from toolcrib.agent.stepids import StepId
 from toolcrib.policy import SQLiteApprovalStore
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "concepts" / "modes.md"

@@ -22,7 +22,7 @@ from toolcrib import (
 from toolcrib.agent import records
 from toolcrib.agent.records import LookedUp, with_identifiers
 from toolcrib.agent.request import Request
-from toolcrib.agent.steps import StepId
+from toolcrib.agent.stepids import StepId
 from toolcrib.models.profile import ModelProfile
 
 AIDED = ModelProfile(answer="aided")  # the embedded model's answer path
@@ -154,6 +154,27 @@ def test_a_request_asking_more_than_its_records_hold_gets_the_documents_searched
     assert ask("Check whether three items of order ORD-1001 have shipped.")[1] == ["get_order_status"]
     assert ask("Has order ORD-1001 shipped, and how many days do I have to return its items?",
                search_when_unanswered=False)[1] == ["get_order_status"]
+
+
+@tool
+def find_free_slots(date: str) -> dict[str, Any]:
+    """Free appointment slots on a day."""
+    return {"date": date, "vet": "Dr Patel", "free_slots": ["09:00", "11:30"]}
+
+
+def test_a_read_that_does_not_hold_what_the_request_asks_gets_the_documents_searched_too() -> None:
+    """A policy question answered with a day's free slots (the model read a date in it as a day to book):
+    the slots hold none of its words, so code searches the documents; the words of its dates count for nothing."""
+    def ask(question: str, day: str) -> list[str]:
+        call = {"tool_calls": [{"name": "find_free_slots", "arguments": {"date": day}}]}
+        model = ScriptedModel([call, "See [find_free_slots#1]."], profile=AIDED)
+        gate = Gate(Registry([find_free_slots, search_docs]), GroupPolicy({"support": ["*"]}))
+        answer = Runner(model, gate, tracer_factory=Tracer).ask(question, USER)
+        return [o["name"] for o in answer.executed]
+
+    assert ask("An appointment booked on 2025-08-20 was cancelled 30 hours before it started. "
+               "Is a missed-appointment fee due?", "2025-08-20") == ["find_free_slots", "search_docs"]
+    assert ask("Does Dr Patel have free slots on Tuesday 8 December 2026?", "2026-12-08") == ["find_free_slots"]
 
 
 @tool

@@ -16,7 +16,7 @@ from fakes.anthropic_server import FakeAnthropicServer, message_reply
 from fakes.openai_server import FakeAPIServer, FakeChatServer, Reply, chat_reply
 from fakes.responses_server import FakeResponsesServer, response_reply
 from toolcrib import Gate, GroupPolicy, Identifier, Principal, Registry, Runner, RunnerSettings, ScriptedModel, tool
-from toolcrib.agent.steps import StepId
+from toolcrib.agent.stepids import StepId
 from toolcrib.agent.strategy import AidedAnswer, NativeAnswer, strategy_for
 from toolcrib.models.anthropic import AnthropicModel
 from toolcrib.models.base import Model

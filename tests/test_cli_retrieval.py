@@ -88,14 +88,15 @@ def test_a_question_the_documents_do_not_answer_abstains(ws: Path, tmp_path: Pat
     assert "tungsten" in answer["text"]  # says what was searched
 
 
-def test_conflicting_returns_policies_are_surfaced_with_their_dates(ws: Path, tmp_path: Path) -> None:
+def test_the_returns_policy_in_force_answers_and_the_older_version_is_named(ws: Path, tmp_path: Path) -> None:
     answer = ask(ws, tmp_path, "How many days do customers have to return an opened item?",
                  [search("return window days opened items returns policy"), "It depends on the version."])
-    conflicts = [f for f in answer["flags"] if f.startswith("conflicting sources")]
-    assert conflicts, answer["flags"]
-    assert "2024-01-01" in conflicts[0] and "2025-07-01" in conflicts[0]
+    versions = [f for f in answer["flags"] if f.startswith("document versions")]
+    assert versions, answer["flags"]
+    assert "Returns Policy (version 2.0) (effective 2025-07-01), in force" in versions[0]
+    assert "2024-01-01" in versions[0]
     cited = {c["id"].split("#")[0] for c in answer["citations"]}
-    assert {"returns-policy-v1", "returns-policy-v2"} <= cited  # both versions the note names are cited
+    assert "returns-policy-v2" in cited and "returns-policy-v1" not in cited
 
 
 def test_a_policy_question_sent_to_the_wrong_tool_still_reaches_the_documents(ws: Path, tmp_path: Path) -> None:

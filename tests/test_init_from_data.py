@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from toolcrib.cli import main
 from toolcrib.models.base import ToolCall
-from toolcrib.tools.gate import CallContext
+from toolcrib.tools.context import CallContext
 from toolcrib.tools.grounding import Grounding
 from toolcrib.trace.tracer import Tracer
 from toolcrib.workspace import Workspace

@@ -26,7 +26,8 @@ from toolcrib.models.base import ToolCall
 from toolcrib.policy.policy import GroupPolicy
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.scanner import PatternScanner
-from toolcrib.tools.gate import CallContext, Gate
+from toolcrib.tools.context import CallContext
+from toolcrib.tools.gate import Gate
 from toolcrib.tools.tool import Effect
 from toolcrib.trace.tracer import Tracer
 

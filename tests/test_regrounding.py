@@ -11,7 +11,7 @@ import pytest
 
 from toolcrib import EventKind, Gate, GroupPolicy, Principal, Registry, Runner, ScriptedModel, ToolCall, Tracer, tool
 from toolcrib.dates import stated_dates
-from toolcrib.tools.gate import CallContext, GateSettings
+from toolcrib.tools.context import CallContext, GateSettings
 from toolcrib.tools.grounding import Grounding
 
 TODAY = date(2026, 12, 7)  # a Monday

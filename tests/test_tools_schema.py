@@ -33,7 +33,7 @@ from toolcrib import (
 from toolcrib.errors import InvalidArguments, ModelFacingError
 from toolcrib.evals import bfcl
 from toolcrib.models.base import ToolSpec
-from toolcrib.tools.gate import GateSettings
+from toolcrib.tools.context import GateSettings
 from toolcrib.tools.result import CallOutcome
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

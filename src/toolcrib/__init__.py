@@ -25,7 +25,8 @@ from toolcrib.policy.audit import AuditStore
 from toolcrib.policy.policy import AllowAll, Decision, GroupPolicy, Policy
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.scanner import Scanner
-from toolcrib.tools.gate import CallContext, Gate, GateSettings
+from toolcrib.tools.context import CallContext, GateSettings
+from toolcrib.tools.gate import Gate
 from toolcrib.tools.json_schema import json_schema_tool
 from toolcrib.tools.registry import Registry
 from toolcrib.tools.result import CallOutcome

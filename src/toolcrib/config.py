@@ -25,7 +25,7 @@ class WorkspaceSection(_Section):
     # single mode: a fact question that trusted document passages answer, one sentence, row or list
     # item per thing it asks, is answered by code quoting them, with no final model call (agent/quotes.py)
     quote_answers: bool = True
-    # code steps of the answer path turned off by id (agent.steps.StepId: "small_talk", "planned_lookups",
+    # code steps of the answer path turned off by id (agent.stepids.StepId: "small_talk", "planned_lookups",
     # "record_answer", "quoted_answer", "unmentioned_name", "capabilities_note", ...)
     steps_off: list[str] = Field(default_factory=list)
     system_prompt: str = ""
@@ -34,7 +34,7 @@ class WorkspaceSection(_Section):
 
     @model_validator(mode="after")
     def _known_steps(self) -> WorkspaceSection:
-        from toolcrib.agent.steps import StepId
+        from toolcrib.agent.stepids import StepId
 
         if unknown := [s for s in self.steps_off if s not in set(StepId)]:
             raise ValueError(f"unknown step id(s) {', '.join(unknown)}; known: {', '.join(sorted(StepId))}")

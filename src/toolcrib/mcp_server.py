@@ -27,7 +27,8 @@ from toolcrib.models.base import ToolCall
 from toolcrib.policy.canonical import canonical_json
 from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import Review
-from toolcrib.tools.gate import CallContext, Gate
+from toolcrib.tools.context import CallContext
+from toolcrib.tools.gate import Gate
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.result import CallOutcome
 from toolcrib.tools.tool import Effect, Tool

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from toolcrib.agent.records import LookedUp
 from toolcrib.agent.state import Complete, RunnerSettings, RunState
+from toolcrib.agent.stepids import StepId
 from toolcrib.errors import CallDropped
 from toolcrib.models.base import Message, ToolCall, ToolSpec
+from toolcrib.retrieval.evidence import Evidence
 from toolcrib.sql.tool import SQL_RESOURCE
 from toolcrib.tools.gate import Gate
 from toolcrib.tools.registry import Offer, tool_specs
@@ -73,13 +76,31 @@ class Calls:
         return self.gate.offer(run.principal).tools
 
     def observe(self, run: RunState, outcomes: list[CallOutcome]) -> None:
-        """Take the outcomes into the run: its evidence, and the conversation as tool messages."""
-        for outcome in outcomes:
+        """Take the outcomes into the run: its evidence, and the conversation as tool messages. A search
+        that found several versions of a document keeps the ones in force on the request's dates."""
+        for k, outcome in enumerate(outcomes):
+            outcomes[k] = outcome = self._versions_decided(run, outcome)
             run.calls += 1
             run.outcomes.append(outcome)
             evidence = run.evidence.add(outcome) if outcome.ok else None  # a search is shown as text
             run.messages.append(Message("tool", outcome.for_model(evidence.to_text() if evidence else None),
                                         tool_call_id=outcome.call.id, name=outcome.call.name))
+
+    def _versions_decided(self, run: RunState, outcome: CallOutcome) -> CallOutcome:
+        """``outcome`` with a search's document versions decided by the request's dates (``Evidence.as_of``):
+        what the model reads, the ledger keeps and the answer cites; what was set aside is recorded."""
+        found = Evidence.from_payload(outcome.payload.get("data")) if outcome.ok else None
+        if found is None or not found.conflicts or StepId.VERSIONS_DECIDED in self.settings.steps_off:
+            return outcome
+        decided, choices = found.as_of(run.request.as_of)
+        if not choices:
+            return outcome
+        run.evidence.versions.extend(choices)
+        run.tracer.record(EventKind.EVIDENCE_RULE, "Used the document versions in force on the request's dates",
+                          rule=StepId.VERSIONS_DECIDED, tool=outcome.call.name, call_id=outcome.call.id,
+                          detail={"as_of": [[a.isoformat(), b.isoformat()] for a, b in run.request.as_of],
+                                  "versions": [c.to_dict() for c in choices]})
+        return replace(outcome, payload={**outcome.payload, "data": decided.to_dict()})
 
     async def run_model_calls(self, run: RunState, text: str, calls: list[ToolCall]) -> list[CallOutcome]:
         """The model's calls, as it proposed them: into the conversation, through the gate, observed."""

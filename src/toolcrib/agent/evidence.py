@@ -14,7 +14,7 @@ from toolcrib.agent.facts import Facts
 from toolcrib.agent.request import Request
 from toolcrib.models.base import HostedCall, HostedSource
 from toolcrib.retrieval.citations import Citation, check_citations
-from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence
+from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence, VersionChoice, version_doc
 from toolcrib.retrieval.excerpt import key_sentence
 from toolcrib.text import SENTENCES, content_words, spaced
 from toolcrib.tools.result import CallOutcome
@@ -45,6 +45,7 @@ class EvidenceLedger:
     searched_web: list[str] = field(default_factory=list)  # web search queries, found something or not
     insufficient: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
+    versions: list[VersionChoice] = field(default_factory=list)  # versions decided by the request's dates
     passages: dict[str, CitedPassage] = field(default_factory=dict)  # by citation id, best first per search
     _by_call: dict[str, str] = field(default_factory=dict)  # call id -> the citation id of its tool result
     _counter: int = 0
@@ -199,18 +200,23 @@ class EvidenceLedger:
         # (another document's versions are not the answer's)
         docs = {self.passages[cid].doc_id for cid in cited if cid in self.passages}
         bearing = [c for c in self.conflicts
-                   if cited.keys() & set(c.citations) or docs & {v.get("doc_id") for v in c.versions}]
+                   if cited.keys() & set(c.citations) or docs & {version_doc(v) for v in c.versions}]
         for conflict in bearing:
             for cid in conflict.citations:
                 if cid in known:
                     cited.setdefault(cid, known[cid])
         notes = self.conflict_notes(bearing, request.text if request is not None else None)
         flags += [f"conflicting sources: {n}" for n in notes]
+        decided = list(dict.fromkeys(c.describe() for c in self.versions
+                                     if docs & {version_doc(v) for v in c.kept}))
+        flags += [f"document versions: {d}" for d in decided]
         text = text.strip()
         if computed and not nothing_supported:  # the reader can check each figure code worked out
             text += "\n\nComputed: " + "; ".join(c.describe() for c in dict.fromkeys(computed)) + "."
         if notes:  # surfaced by code, whatever the model wrote: the reader must see both versions
-            text += "\n\nNote: the sources disagree. " + " ".join(notes)
+            text += "\n\nNote: " + " ".join(notes)
+        if decided and not nothing_supported:  # which version the answer rests on, and what it set aside
+            text += "\n\nNote: " + " ".join(decided)
         return CitationReview(text, [] if nothing_supported else list(cited.values()), list(check.invalid), flags,
                               nothing_supported=nothing_supported)
 

@@ -22,7 +22,8 @@ from toolcrib.agent.evidence import says_evidence_lacks_it
 from toolcrib.agent.ran import what_ran
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.state import Complete, RunnerSettings, RunState
-from toolcrib.agent.steps import StepId, Steps
+from toolcrib.agent.stepids import StepId
+from toolcrib.agent.steps import Steps
 from toolcrib.agent.strategy import AnswerStrategy
 from toolcrib.errors import LimitExceeded
 from toolcrib.models.base import Completion, Message, ToolCall, ToolSpec

@@ -50,6 +50,7 @@ from toolcrib.agent.planning import (
     UnansweredSearch,
 )
 from toolcrib.agent.state import Mode
+from toolcrib.agent.stepids import StepId
 from toolcrib.agent.steps import (
     CapabilitiesNote,
     DocumentSearch,
@@ -61,7 +62,6 @@ from toolcrib.agent.steps import (
     RefusedRequest,
     SmallTalk,
     Step,
-    StepId,
     UnmentionedName,
     WhatRan,
 )

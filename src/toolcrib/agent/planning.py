@@ -9,10 +9,11 @@ import re
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Finish
 from toolcrib.agent.calls import Calls
-from toolcrib.agent.records import unanswered_by_query, unanswered_words
+from toolcrib.agent.records import LookedUp, as_computed, unanswered_words
 from toolcrib.agent.request import Request
 from toolcrib.agent.state import RunState
-from toolcrib.agent.steps import Step, StepId
+from toolcrib.agent.stepids import StepId
+from toolcrib.agent.steps import Step
 from toolcrib.models.base import Message, ToolCall
 from toolcrib.retrieval.excerpt import best_unit
 from toolcrib.retrieval.retriever import contains_exactly
@@ -202,8 +203,8 @@ def _asks_change(tool: Tool, request: Request) -> bool:
 
 
 class UnansweredSearch(Step):
-    """The run's lookups found something, but not what two or more words of the request ask about: code
-    searches the documents for it."""
+    """The run's reads found something, but not what two or more words of the request ask about (a
+    policy question answered with a list of free slots): code searches the documents for it."""
 
     id, aid, setting = StepId.UNANSWERED_SEARCH, True, "search_when_unanswered"
 
@@ -215,18 +216,24 @@ class UnansweredSearch(Step):
 
     @staticmethod
     def _unanswered(run: RunState, calls: Calls) -> set[str]:
-        """What the request asks beyond the records looked up by identifier, or beyond its one query's
-        result when a column of it is named for what it does not compute; nothing when a call was
-        anything else (a query's figures need not repeat the request's words)."""
-        lookups = calls.lookups(run)
-        if lookups:
-            return unanswered_words(run.request.stems, lookups)
-        found = [o for o in run.outcomes if o.ok]
-        data = found[0].payload.get("data") if len(found) == 1 else None
-        tool = calls.tool(found[0].call.name) if found else None
-        if tool is None or not isinstance(data, dict) or not data.get("claimed"):
-            return set()
-        return unanswered_by_query(run.request.stems, tool, data)
+        """What the request asks (less the words of its dates) beyond what the run's reads returned: the
+        records of lookups and other typed reads, a query's result only where a column of it is named for
+        what it does not compute (a query's figures need not repeat the request's words); nothing when
+        anything else was found (a search, a web page)."""
+        read: list[LookedUp] = []
+        for outcome in (o for o in run.outcomes if o.ok):
+            tool = calls.tool(outcome.call.name)
+            citation = run.evidence.citation_of(outcome.call.id)
+            data = outcome.payload.get("data") or {}
+            if tool is None or tool.effect is not Effect.READ or citation is None:
+                return set()
+            if isinstance(data, dict) and "columns" in data:
+                if not data.get("claimed"):
+                    return set()
+                data = as_computed(data)
+            read.append(LookedUp(tool, "", data, citation))
+        asked = run.request.stems - stems(" ".join(d.text for d in run.request.dated))
+        return unanswered_words(asked, read) if read else set()
 
 
 class PassageLookups(Step):

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from toolcrib.agent.request import Ask, Request, without_meta
-from toolcrib.retrieval.evidence import CitedPassage, Conflict
+from toolcrib.retrieval.evidence import CitedPassage, Conflict, version_doc
 from toolcrib.retrieval.excerpt import GAP, BestUnit, best_unit, cut, terms, units
 from toolcrib.retrieval.retriever import contains_exactly
 
@@ -46,7 +46,7 @@ def quoted_answer(request: Request, passages: Sequence[CitedPassage], conflicts:
         return _steps(request.text, passages)
     if not passages or request.asks_reasoning or request.asks_procedure or request.holds_figure:
         return None
-    older = {v.get("doc_id") or v.get("citation", "").split("#", 1)[0] for c in conflicts for v in c.versions[1:]}
+    older = {version_doc(v) for c in conflicts for v in c.versions[1:]}
     shown = [p for p in passages if p.doc_id not in older]
     quotes: list[tuple[CitedPassage, str]] = []
     for ask, among, optional in _targets(request, shown):

@@ -136,14 +136,13 @@ def unanswered_words(asked: Set[str], lookups: Sequence[LookedUp]) -> set[str]:
     return set(asked) - _ASKING - covered
 
 
-def unanswered_by_query(asked: Set[str], tool: Tool, data: Mapping[str, Any]) -> set[str]:
-    """The content words of ``asked`` that a query's result does not hold, each column that is named
-    for what it does not compute (``claimed``) read as its expression: "delivery_lead_time" holds no
-    lead time when it is ``MAX(year)``."""
+def as_computed(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A query's result with each column that is named for what it does not compute (``claimed``) read
+    as its expression: "delivery_lead_time" holds no lead time when it is ``MAX(year)``."""
     claimed = data.get("claimed") or {}
     shown = {k: v for k, v in data.items() if k != "claimed"}
     shown["columns"] = [claimed.get(c, c) for c in data.get("columns") or []]
-    return unanswered_words(asked, [LookedUp(tool, "", shown, "")])
+    return shown
 
 
 def _flat(record: Any) -> bool:

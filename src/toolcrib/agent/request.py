@@ -129,7 +129,8 @@ class Request:
         """``text`` read once; its dates resolved against ``today`` (default: the machine's)."""
         talk = _SMALL_TALK.match(text)
         today = today or date.today()
-        named = tuple(names(text))
+        dated = stated_dates(text, today)
+        named = tuple(n for n in names(text) if not any(n in d.text for d in dated))  # "March" of "March 2025"
         return cls(
             text=text,
             asks=tuple(asks(text)),
@@ -139,7 +140,7 @@ class Request:
             typed_identifiers=tuple(TYPED_IDENTIFIER.findall(text)),
             figures=tuple(m.group(0).replace("−", "-") for m in _FIGURE.finditer(text)),
             stated=Facts.of(text, evidence=True),
-            dated=stated_dates(text, today),
+            dated=dated,
             today=today,
             stems=frozenset(stems(text)),
             words=frozenset(_LETTERS.findall(text.casefold())),
@@ -159,6 +160,11 @@ class Request:
     def dates(self) -> tuple[date, ...]:
         """The days it names, one each ("Tuesday 8 December", "tomorrow"), without its spans ("last month")."""
         return tuple(d.day for d in self.dated if d.day is not None)
+
+    @property
+    def as_of(self) -> tuple[tuple[date, date], ...]:
+        """The days it is about, as spans: the dates it states, or today when it states none."""
+        return tuple((d.first, d.last) for d in self.dated) or ((self.today, self.today),)
 
     def identifiers_of(self, shape: str) -> list[str]:
         """The identifiers of a tool's ``shape`` (``Identifier(shape=...)``) the text gives, in order."""

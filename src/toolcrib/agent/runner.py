@@ -29,7 +29,8 @@ from toolcrib.agent.turns import ModelTurns
 from toolcrib.errors import ConfigError, LimitExceeded, NotPermitted
 from toolcrib.models.base import Message, Model, Prefillable
 from toolcrib.policy.principal import Principal
-from toolcrib.tools.gate import CallContext, Gate
+from toolcrib.tools.context import CallContext
+from toolcrib.tools.gate import Gate
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.registry import tool_specs
 from toolcrib.tools.tool import Effect

@@ -14,7 +14,7 @@ from toolcrib.agent.runs import PausedRun
 from toolcrib.models.base import Completion, Message, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
 from toolcrib.sql.values import Link
-from toolcrib.tools.gate import CallContext
+from toolcrib.tools.context import CallContext
 from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.result import CallOutcome
 from toolcrib.trace.events import DecidedBy
@@ -51,7 +51,7 @@ class RunnerSettings:
     record_answers: bool = True  # facts of records looked up by id are stated by code
     search_when_unanswered: bool = True  # code searches the documents for what no result holds (both modes)
     quote_answers: bool = True  # a fact question the passages answer is quoted by code
-    steps_off: frozenset[str] = frozenset()  # code steps turned off by id (agent.steps.StepId)
+    steps_off: frozenset[str] = frozenset()  # code steps turned off by id (agent.stepids.StepId)
 
 
 @dataclass

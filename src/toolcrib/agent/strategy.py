@@ -25,7 +25,7 @@ from toolcrib.agent.brief import evidence_brief, result_digest
 from toolcrib.agent.evidence import whole_sentences
 from toolcrib.agent.quotes import compared
 from toolcrib.agent.state import Complete, RunnerSettings, RunState
-from toolcrib.agent.steps import StepId
+from toolcrib.agent.stepids import StepId
 from toolcrib.agent.today import today_line
 from toolcrib.models.base import Completion, Message, Model, ToolSpec
 from toolcrib.tools.registry import tool_specs

@@ -23,7 +23,7 @@ def sql_cmd(query: str, params: tuple[str, ...], user: str | None, as_json: bool
     import asyncio
 
     from toolcrib.models.base import ToolCall
-    from toolcrib.tools.gate import CallContext
+    from toolcrib.tools.context import CallContext
     from toolcrib.tools.grounding import Grounding
 
     ws = open_workspace(workspace)

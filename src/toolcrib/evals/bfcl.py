@@ -27,7 +27,8 @@ from toolcrib.evals.metrics import rate
 from toolcrib.models.base import Message, Model, ModelSettings, ToolCall
 from toolcrib.policy.policy import AllowAll
 from toolcrib.policy.principal import Principal
-from toolcrib.tools.gate import CallContext, Gate
+from toolcrib.tools.context import CallContext
+from toolcrib.tools.gate import Gate
 from toolcrib.tools.grounding import Grounding
 from toolcrib.tools.json_schema import json_schema_tool
 from toolcrib.tools.registry import Registry, tool_specs

@@ -24,7 +24,8 @@ from toolcrib.evals.questions import Question, QuestionSet
 from toolcrib.evals.scoring import QuestionResult, score
 from toolcrib.models.base import Model, ToolCall
 from toolcrib.models.pricing import Price, price_for
-from toolcrib.tools.gate import CallContext, Gate
+from toolcrib.tools.context import CallContext
+from toolcrib.tools.gate import Gate
 from toolcrib.tools.result import CallOutcome
 from toolcrib.trace.tracer import JsonlExporter, Tracer
 

@@ -8,8 +8,9 @@ fewer passages).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
 from typing import Any
 
 CONFLICT_NOTE = ("several versions of this document were retrieved; prefer the newest effective date unless the "
@@ -39,16 +40,65 @@ class Conflict:
     def citations(self) -> list[str]:
         return [v["citation"] for v in self.versions if v.get("citation")]
 
+    def applying(self, spans: Sequence[tuple[date, date]]) -> tuple[dict[str, str], ...]:
+        """The versions in force on a day of ``spans``: each version from its effective date to the day
+        before the next one's. Every version when one is undated, or when no span falls under any."""
+        starts = [_day(v.get("effective_date", "")) for v in self.versions]  # newest first
+        if any(s is None for s in starts):
+            return self.versions
+        ends: list[date] = [date.max, *(s - timedelta(days=1) for s in starts[:-1] if s is not None)]
+        applying = tuple(v for v, start, end in zip(self.versions, starts, ends, strict=True)
+                         if start is not None and any(first <= end and last >= start for first, last in spans))
+        return applying or self.versions
+
     def describe(self, quotes: Mapping[str, str] | None = None) -> str:
         """One sentence naming every version with its citation, for the reader of an answer; with
         ``quotes`` (by citation), what each version says, in its own words."""
         quotes = quotes or {}
         versions = "; ".join(
-            f"{v.get('title') or v.get('doc_id')} (version {v.get('version') or '?'}, effective "
-            f"{v.get('effective_date') or 'undated'})"
+            _named(v)
             + (f' says: "{quotes[cid]}"' if (cid := v.get("citation", "")) in quotes else "")
             + f" [{cid}]" for v in self.versions)
         return f"{self.family} exists in several versions: {versions}."
+
+
+def version_doc(version: Mapping[str, str]) -> str:
+    """The document id of a conflict's version (read from its citation where the version does not say)."""
+    return version.get("doc_id") or version.get("citation", "").split("#", 1)[0]
+
+
+def _day(text: str) -> date | None:
+    try:
+        return date.fromisoformat(text[:10])
+    except ValueError:
+        return None
+
+
+def _named(version: Mapping[str, str]) -> str:
+    """``Title (version 2.0, effective 2025-07-01)``; the version left out where the title gives it."""
+    title, number = version.get("title") or version_doc(version), version.get("version") or "?"
+    said = "" if f"version {number}" in title.casefold() else f"version {number}, "
+    return f"{title} ({said}effective {version.get('effective_date') or 'undated'})"
+
+
+@dataclass(frozen=True)
+class VersionChoice:
+    """Which versions of one document family the request's dates fall under (``kept``), and the ones set
+    aside: a version is in force from its effective date until the next version's."""
+
+    family: str
+    kept: tuple[dict[str, str], ...]
+    set_aside: tuple[dict[str, str], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "kept": [version_doc(v) for v in self.kept],
+                "set_aside": [version_doc(v) for v in self.set_aside]}
+
+    def describe(self) -> str:
+        """One sentence for the reader of an answer: which version it rests on, and what it replaces."""
+        kept = " and ".join(_named(v) for v in self.kept)
+        aside = " and ".join(_named(v) for v in self.set_aside)
+        return f"This follows {kept}, in force on the dates asked about; {aside} applies to other dates."
 
 
 @dataclass(frozen=True)
@@ -122,6 +172,26 @@ class Evidence:
         if untrusted:
             out["written_outside_the_organisation"] = untrusted
         return out
+
+    def as_of(self, spans: Sequence[tuple[date, date]]) -> tuple[Evidence, list[VersionChoice]]:
+        """This evidence with each conflict decided by the days ``spans`` name (the request's dates, or
+        today): only the passages of the versions in force on one of them, and what was set aside. A
+        conflict stays only between versions that are all in force on a day asked about."""
+        choices: list[VersionChoice] = []
+        conflicts: list[Conflict] = []
+        for conflict in self.conflicts:
+            kept = conflict.applying(spans)
+            if len(kept) == len(conflict.versions):
+                conflicts.append(conflict)
+                continue
+            choices.append(VersionChoice(conflict.family, kept, tuple(v for v in conflict.versions if v not in kept)))
+            if len(kept) > 1:
+                conflicts.append(Conflict(conflict.family, kept))
+        if not choices:
+            return self, []
+        aside = {version_doc(v) for c in choices for v in c.set_aside}
+        return replace(self, passages=tuple(p for p in self.passages if p.doc_id not in aside),
+                       conflicts=tuple(conflicts)), choices
 
     def to_text(self) -> str:
         """What the model reads: each passage under its citation id and where it comes from, then the

@@ -258,6 +258,7 @@ class HybridRetriever:
             if len(passages) == top_k:
                 break
         passages, named = self._cover_names(query, passages, ordered, groups, depth)
+        passages = self._cover_versions(passages, ordered, groups)
         return Retrieval(query, passages, conflicts=find_conflicts(passages), threshold=self.threshold,
                          identifiers=identifiers, excerpt_chars=self.excerpt_chars, named=named)
 
@@ -307,6 +308,27 @@ class HybridRetriever:
             else:
                 kept[weakest] = extra
         return kept, frozenset(p.citation for p in covering)
+
+    def _cover_versions(self, passages: list[Passage], ordered: Sequence[_Candidate],
+                        groups: Sequence[str]) -> list[Passage]:
+        """``passages`` and, for each document family (``family`` in the metadata) they show a version
+        of, the best-ranked candidate passage of each other version: which version is in force is for
+        the request's dates to decide (``Evidence.as_of``), between versions it was shown. Only for a
+        passage as relevant as the threshold asks; reads only the best candidate of each document not shown."""
+        families = {p.chunk.meta.family for p in passages if p.chunk.meta.family and p.relevance >= self.threshold}
+        if not families:
+            return passages
+        best: dict[str, _Candidate] = {}
+        shown = {p.doc_id for p in passages}
+        for candidate in ordered:
+            doc = candidate.result.citation.rpartition("#")[0]
+            if doc not in shown:
+                best.setdefault(doc, candidate)
+        self._read(list(best.values()), groups)
+        return passages + [Passage(chunk=c.chunk, score=c.score, relevance=c.relevance, exact_match=c.exact_match,
+                                   sources=c.sources)
+                           for c in best.values() if c.chunk is not None and c.chunk.meta.family in families
+                           and readable_by(c.chunk.meta.access, groups)]
 
     def _fuse(self, fused: dict[str, _Candidate], source: str, results: Sequence[Ranked]) -> None:
         w = self.weights.get(source, 0.0)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcrib.errors import (
     ApprovalRequired,
@@ -28,15 +27,15 @@ from toolcrib.policy.principal import Principal
 from toolcrib.policy.proposals import ApprovalRefused, Proposal, Review, changed_values, proposal_hash
 from toolcrib.policy.scanner import Scanner, quarantine_values
 from toolcrib.tools.cache import ResultCache, cache_key
+from toolcrib.tools.context import CallContext, GateSettings
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.invoke import invoke
 from toolcrib.tools.provenance import argument_sources, check_egress, checks_run, requested_in, unrequested
 from toolcrib.tools.registry import Offer, Registry
-from toolcrib.tools.regrounding import Domains, Regrounded, ground_dates, stored_names, unnamed_filters
+from toolcrib.tools.regrounding import Regrounded, ground_dates, stored_names, unnamed_filters
 from toolcrib.tools.result import CallOutcome, Status, encoded_ok_payload, error_payload
 from toolcrib.tools.tool import Effect, Tool, ToolContext
 from toolcrib.trace.events import DecidedBy, EventKind
-from toolcrib.trace.tracer import Tracer
 
 # Enum members the READ path asks for on every call, looked up once: on Python 3.11 reading a member off
 # its class goes through ``EnumType.__getattr__``'s slot (~0.1 us each)
@@ -50,26 +49,6 @@ if TYPE_CHECKING:
     from toolcrib.policy.envelope import SafetyEnvelope
 
 
-@dataclass
-class CallContext:
-    """Per-run facts the Gate needs. The principal comes from the caller's session, never the model."""
-
-    principal: Principal
-    tracer: Tracer
-    grounding: Grounding = field(default_factory=Grounding)
-    resources: Mapping[str, Any] = field(default_factory=dict)
-    run_id: str = ""
-    offer: Offer | None = None  # what the model was last offered; None: whatever the policy offers
-    question: str = ""  # the user's request, shown to an approver next to the call
-    flags: list[str] = field(default_factory=list)  # what the scanner flagged in this run's results
-    today: date | None = None  # what the request's dates are resolved against (None: the machine's today)
-    domains: Domains | None = None  # the closed sets of stored values an argument must name (None: none checked)
-
-    def tool_context(self) -> ToolContext:
-        return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id,
-                           grounded=self.grounding.contains)
-
-
 class _Result(NamedTuple):
     """A tool's value made ready once (and cached so for a READ): the payload the model is shown, the
     data as the tool returned it (provenance matches against it) and what the scanner flagged. A tuple:
@@ -79,30 +58,6 @@ class _Result(NamedTuple):
     data: Any
     flags: list[str]
     text: str | None = None  # ``data`` as JSON, when it was encoded whole (not cut)
-
-
-@dataclass
-class GateSettings:
-    """How the gate runs calls and what it lets through (a workspace's ``[gate]`` settings)."""
-
-    max_result_chars: int = 4000
-    read_retries: int = 2
-    retry_backoff_s: float = 0.05
-    approval_ttl_s: float = 900.0
-    # a tool's sensitive argument found only in content others wrote, or nowhere: refuse the call
-    # before anyone is asked, or hold it with a warning
-    untrusted_sensitive: Literal["refuse", "warn"] = "refuse"
-    # where an egress READ may go without the user naming it: exact values or prefixes ("https://x/")
-    egress_allowlist: tuple[str, ...] = ()
-    # a WRITE/ACTUATE the request did not ask for (``Tool.requested_by``) while content others wrote,
-    # read in the run, speaks of it (``Tool.mentioned_in``): allowed ("off"), held with a warning, or refused
-    unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
-    # a date in an argument that neither the request states nor a text the run has seen holds: re-grounded
-    # to the request's date it stands for, or refused; a READ's optional filter no text holds: left out
-    # (``regrounding``); False lets any such value through
-    ground_values: bool = True
-    # how long a proposal of this tool waits for a decision before it expires (default: the store's)
-    proposal_ttl_s: Mapping[str, float] = field(default_factory=dict)
 
 
 class Gate:

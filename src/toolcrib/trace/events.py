@@ -11,7 +11,7 @@ Schema history: 1 (toolcrib 0.1): this shape. 2: ``decided_by`` may also be ``"p
 model's provider ran itself, e.g. the Responses API's ``file_search``, recorded as ``call_executed`` or
 ``call_failed``); nothing else changed, so a version-1 record reads as it is. 3: ``rule``, the stable
 id of the code step that decided (``evidence_rule``, ``code_search``, a ``call_proposed`` planned by
-code, ...; ``agent.steps.StepId``); older records read with ``rule`` empty. A reader meeting any other
+code, ...; ``agent.stepids.StepId``); older records read with ``rule`` empty. A reader meeting any other
 ``schema_version`` refuses the record (``TraceFormatError``) instead of misreading it.
 """
 
@@ -105,7 +105,7 @@ class Event:
     tokens_in: int = 0
     tokens_out: int = 0
     detail: Any = None
-    rule: str | None = None  # the code step that decided (agent.steps.StepId), where one did
+    rule: str | None = None  # the code step that decided (agent.stepids.StepId), where one did
     node: str | None = None  # the place of the run's graph it happened in (agent.pipeline.GRAPH)
     schema_version: int = SCHEMA_VERSION
 

@@ -23,7 +23,8 @@ from toolcrib.models.base import Model
 from toolcrib.models.registry import get_model
 from toolcrib.policy.policy import GroupPolicy, Rule
 from toolcrib.policy.principal import Principal
-from toolcrib.tools.gate import Gate, GateSettings
+from toolcrib.tools.context import GateSettings
+from toolcrib.tools.gate import Gate
 from toolcrib.tools.registry import Registry
 from toolcrib.tools.tool import Tool
 from toolcrib.trace.journal import Retention
