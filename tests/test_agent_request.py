@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from toolcrib.agent.request import Ask, Request
@@ -68,3 +70,11 @@ def test_what_it_states_is_read_as_the_claim_check_reads_evidence() -> None:
 def test_a_request_for_current_public_information_is_told_apart() -> None:
     assert Request.parse("What's the weather in Berlin today?").needs_current_data
     assert not Request.parse("What is the current stock of HLV-2205?").needs_current_data
+
+
+def test_the_weekday_and_month_of_a_stated_date_are_no_names() -> None:
+    """"Nothing I found mentions Tuesday December": a date read as a name the evidence must mention."""
+    today = date(2026, 12, 7)
+    assert Request.parse("Pepper is in with Dr Patel on Tuesday 8 December. What is she having done?",
+                         today).names == ("Patel",)
+    assert Request.parse("What was the return window in March 2025?", today).names == ()

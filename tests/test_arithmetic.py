@@ -58,6 +58,16 @@ def test_dates_times_and_identifiers_are_not_operands() -> None:
     assert figures("On 2026-12-08 at 10:15 PET-202 paid £1,234.50 for 3 items (15%).") == [1234.5, 3.0, 15.0]
 
 
+def test_a_records_dates_and_identifiers_never_make_a_figure() -> None:
+    """"202 as a percentage of 2,021 = 10": a pet's id and its year of birth gave an invented price."""
+    ledger = EvidenceLedger()
+    record = {"pet_id": "PET-202", "name": "Mango", "born": "2021-08-30", "weight_kg": 4.2}
+    ledger.add(CallOutcome(ToolCall("c1", "lookup_pet", {"pet_id": "PET-202"}), "ok", {"ok": True, "data": record}))
+    review = ledger.review("Mango weighs 4.2 kg [lookup_pet#1]. The vaccination costs £10.00 [lookup_pet#1].",
+                           Request.parse("How much will Mango (PET-202) pay for her vaccination?"))
+    assert review.text.startswith("Mango weighs 4.2 kg") and "10" not in review.text and "Computed" not in review.text
+
+
 def test_operands_must_have_a_source() -> None:
     text, done = worked_out("2 x £8.50 = £17.50", lambda f: f in {2.0, 8.5})
     assert text == "2 x £8.50 = £17.00" and done[0].written == "£17.50"

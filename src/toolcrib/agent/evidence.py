@@ -266,6 +266,7 @@ class EvidenceLedger:
         asked = request.stated
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
         held = {cid: Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
+        amounts = {cid: set(arithmetic.figures(self._shown(cid))) for cid in self.texts}  # what operations take
         given = set(arithmetic.figures(request.text))
         sourced = Facts.joined(held.values()).figures | given
         operands = {f for f in arithmetic.figures(text) if round(f, 6) in sourced} | given
@@ -287,7 +288,9 @@ class EvidenceLedger:
             found = Facts.joined(items.values()).figures
             unsourced = {f for f in facts.figures - found - asked.figures - {round(w.figure, 6) for w in worked}
                          if round(f * 100, 6) not in sourced}  # 0.10: a percentage the evidence gives, as a fraction
-            pool = operands | found if len(found) <= _FEW_FIGURES else operands  # few: the sentence's operands
+            # few: the items' figures are the sentence's operands too (never a date's or an identifier's digits)
+            stated = set().union(*(amounts[cid] for cid in (ids or amounts)))
+            pool = operands | stated if len(stated) <= _FEW_FIGURES else operands
             traces = [arithmetic.traced(f, pool, arithmetic.figures(claim)) for f in unsourced]
             if all(traces):  # each worked out from figures that have a source
                 worked += [t for t in traces if t is not None]

@@ -130,7 +130,9 @@ class Request:
         talk = _SMALL_TALK.match(text)
         today = today or date.today()
         dated = stated_dates(text, today)
-        named = tuple(n for n in names(text) if not any(n in d.text for d in dated))  # "March" of "March 2025"
+        in_dates = set(_LETTERS.findall(" ".join(d.text for d in dated).casefold()))
+        # the weekday and month of a date it states are no names ("Tuesday December" of "Tuesday 8 December")
+        named = tuple(n for n in names(text) if not set(_LETTERS.findall(n.casefold())) <= in_dates)
         return cls(
             text=text,
             asks=tuple(asks(text)),
