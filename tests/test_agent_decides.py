@@ -156,7 +156,7 @@ def test_figures_from_documents_that_never_name_what_was_asked_about_are_removed
 @tool
 def count_contracts(region: str) -> dict[str, Any]:
     """Count the contracts of a region and sum their value (a query: a table of columns and rows)."""
-    return {"columns": ["contract_count", "total_value", "AVG(value)"], "rows": [[4, 449900.0, 112474.99999999999]],
+    return {"columns": ["contract_count", "total_value", "AVG(value)"], "rows": [[4, 449900.0, 112474.71428571429]],
             "row_count": 1, "truncated": False,
             "resolved": {"non-EU": "non-EU (all)"}}
 
@@ -167,7 +167,7 @@ def test_a_small_query_result_is_stated_by_code_without_a_final_model_call() -> 
     gate = Gate(Registry([count_contracts]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate).ask("How many non-EU contracts are there, and what is their total value?", ALICE)
     assert answer.text == ("Query result ('non-EU' read as 'non-EU (all)'): contract_count 4; total_value 449900; "
-                           "AVG(value) 112475 [count_contracts#1].")  # as computed, not 112474.99999999999
+                           "AVG(value) 112474.714286 [count_contracts#1].")  # to the claim check's precision
     assert len(model.requests) == 1 and [c.id for c in answer.citations] == ["count_contracts#1"]
     why = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "EU"}}]},
                          "Four, because ... [count_contracts#1]."], profile=AIDED)

@@ -666,3 +666,29 @@ def test_a_change_asked_for_after_a_lookup_is_proposed_after_it_and_held(tmp_pat
     answer = Runner(model, gate, tracer_factory=tracer).ask("Is PET-201 booked with Dr Ann Lee on 2026-12-08?", USER)
     model.assert_complete()
     assert answer.outcome == "answered" and not answer.pending
+
+    # a change the request only supposes is asked about, not asked for: code asks for no change after the lookup
+    model = ScriptedModel([call("find_slots", date="2026-12-08", vet="Dr Ann Lee"), "Free at 12:00 [1]."],
+                          profile=AIDED)
+    answer = Runner(model, gate, tracer_factory=tracer).ask(
+        "If I book PET-201 in with Dr Ann Lee on 2026-12-08, how long is the visit?", USER)
+    model.assert_complete()
+    assert not answer.pending and not any(e.rule == StepId.REQUESTED_CHANGE for e in TRACERS[-1].events)
+
+
+def test_a_change_the_request_only_supposes_is_set_aside_not_held(tmp_path: Path) -> None:
+    gate = Gate(Registry([find_slots, book_visit]), GroupPolicy({"support": ["*"]}),
+                approvals=SQLiteApprovalStore(tmp_path / "approvals.sqlite"))
+    booking = call("book_visit", pet_id="PET-201", vet="Dr Ann Lee", start="2026-12-08T12:00")
+    RAN.clear()
+    model = ScriptedModel([booking, "Nothing says."], profile=AIDED)
+    answer = Runner(model, gate, tracer_factory=tracer).ask(
+        "If I book PET-201 with Dr Ann Lee at 12:00 on 2026-12-08, will I be charged a deposit?", USER)
+    assert not answer.pending and RAN == []  # an approver is never asked to approve a supposition
+    dropped = [e for e in TRACERS[-1].events if e.rule == StepId.SUPPOSED_CHANGE]
+    assert dropped and "If I book PET-201 with Dr Ann Lee at 12:00 on 2026-12-08" in dropped[0].detail["reason"]
+    # asked for outright, with a condition of its own, it is held as usual
+    model = ScriptedModel([booking], profile=AIDED)
+    answer = Runner(model, gate, tracer_factory=tracer).ask(
+        "Book PET-201 with Dr Ann Lee at 12:00 on 2026-12-08 if she is free.", USER)
+    assert [p["name"] for p in answer.pending] == ["book_visit"]

@@ -62,6 +62,7 @@ from toolcrib.agent.steps import (
     RefusedRequest,
     SmallTalk,
     Step,
+    SupposedChange,
     UnmentionedName,
     WhatRan,
 )
@@ -70,6 +71,7 @@ STEPS: tuple[Step, ...] = (
     SmallTalk(),  # a greeting needs no model
     RefusedRequest(),  # values the tool cannot take, refused before any model call
     InventedValues(),  # a lookup whose values come from nowhere is set aside
+    SupposedChange(),  # a change the request only supposes is set aside
     RegroundedLookup(),  # an invented id made again with the request's one id
     RefusedChange(),  # the one change was refused, and the answer says so
     PlannedLookups(),  # the lookups the model left out
@@ -124,7 +126,7 @@ GRAPH: dict[Mode, Graph] = {
         "decide": Place(Decide(), (), {E.CALLS: "proposed", E.TEXT: "reply"}),
         "reply": Place(Supported(), (), {E.YES: "respond", E.NO: "remind"}),
         "remind": Place(Remind(), (), {E.REMINDED: "decide", E.SPENT: "search"}),
-        "proposed": Place(Proposed(), (S.INVENTED_VALUES,), {E.NEXT: "call"}),
+        "proposed": Place(Proposed(), (S.INVENTED_VALUES, S.SUPPOSED_CHANGE), {E.NEXT: "call"}),
         "call": Place(Call(), (), {E.NEXT: "decided"}),
         "decided": Place(RunSteps(), (S.REGROUNDED_LOOKUP, S.REFUSED_CHANGE), {E.NEXT: "held", E.ENDED: "amend"}),
         "held": Place(Held(), (), {E.HELD: "pause", E.NEXT: "lookups"}),
@@ -155,7 +157,7 @@ GRAPH: dict[Mode, Graph] = {
         "records": Place(RunSteps(), (S.RECORD_ANSWER,), {E.NEXT: "search", E.ENDED: "amend"}),
         "search_now": Place(Search(), (S.DOCUMENT_SEARCH,), {E.SEARCHED: "round", E.NEXT: "remind"}),
         "remind": Place(Remind(), (), {E.REMINDED: "round", E.SPENT: "abstain"}),
-        "proposed": Place(RoundProposed(), (S.INVENTED_VALUES,),
+        "proposed": Place(RoundProposed(), (S.INVENTED_VALUES, S.SUPPOSED_CHANGE),
                           {E.NEXT: "call", E.UNFIT: "search_unfit", E.REPEATED: "search"}),
         "search_unfit": Place(Search(), (S.DOCUMENT_SEARCH,), {E.SEARCHED: "round", E.NEXT: "search"}),
         "call": Place(Call(), (), {E.NEXT: "called"}),

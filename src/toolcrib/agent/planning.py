@@ -23,6 +23,7 @@ from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.registry import tool_specs
 from toolcrib.tools.tool import Effect, Tool, name_words
 
+_LETTERS = re.compile(r"[a-z]+")
 _BUDGET = 2  # planned lookups per run, in up to two rounds (a chain)
 _FOUND_CHARS = 1200  # of the records found, shown with a change asked for after them
 
@@ -194,11 +195,12 @@ class RequestedChange(Step):
 
 
 def _asks_change(tool: Tool, request: Request) -> bool:
-    """Whether ``request`` says ``tool``'s verb as its name writes it and holds a value of each identifier
-    shape the tool requires (at least one)."""
+    """Whether ``request`` says ``tool``'s verb as its name writes it, outside a clause that only supposes
+    it ("if I set CH1 to 24 V, how long ..."), and holds a value of each identifier shape the tool requires
+    (at least one)."""
     required = set(tool.parameters.get("required", ()))
     shapes = [shape for name, shape in tool.identifier_shapes if name in required]
-    return (name_words(tool.name)[0] in request.words and bool(shapes)
+    return (name_words(tool.name)[0] in set(_LETTERS.findall(request.asserted.lower())) and bool(shapes)
             and all(request.identifiers_of(shape) for shape in shapes))
 
 

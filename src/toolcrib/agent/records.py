@@ -111,8 +111,8 @@ def listing_answer(request: Request, tool: Tool, data: Mapping[str, Any], citati
 def _cell(value: Any) -> str:
     if value is None:
         return "none"
-    if isinstance(value, float):  # as computed, not as stored: 8.92, never 8.919999999999998
-        return str(int(value)) if value.is_integer() else f"{value:.10g}"
+    if isinstance(value, float):  # to the claim check's precision (6 decimals): 8.92, never 8.919999999999998
+        return str(int(value)) if value.is_integer() else str(round(value, 6))
     return str(value)
 
 

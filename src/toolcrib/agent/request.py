@@ -65,6 +65,10 @@ _WHEN_ASK = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|time)\b", re.IGNORECASE
 _LISTED = re.compile(r"(?:['’]s)?\s*(?:,\s*(?:and\s+|or\s+)?|and|or|&|vs\.?|versus)\s*", re.IGNORECASE)
 _TOKEN = re.compile(r"[\w.,:-]+")
 _LETTERS = re.compile(r"[a-z]+")
+# a clause that supposes rather than asks ("If I cancel it 30 hours beforehand, will I be charged?"): from
+# its conjunction to the comma, "then" or end of sentence that closes it
+_SUPPOSING = re.compile(r"\b(?:if|unless|suppose|supposing|assuming|in\s+case)\b[^,.;?!]*?(?=,|\bthen\b|[.;?!]|$)",
+                        re.IGNORECASE)
 # a figure with a short unit after it ("12 V", "5 kg"): the unit is not an identifier
 _WITH_UNIT = re.compile(r"(?<![\w.-])[-−]?\d+(?:\.\d+)?\s*[A-Za-z%°]{1,2}\b")
 # a figure standing alone (not inside G7, CH3 or AB-1001), with its sign
@@ -123,6 +127,8 @@ class Request:
     holds_figure: bool  # a word of it starts with a digit ("from 0 V to 24 V", "on 2026-11-06")
     needs_current_data: bool  # it asks for current public information (news, weather, rates): the web's
     sql: str  # SQL statement text it carries ("1; DROP TABLE x;--"), or ''
+    supposed: str  # its clauses that suppose ("if I cancel it"), joined; what it asks for is in ``asserted``
+    asserted: str  # the text less those clauses
 
     @classmethod
     def parse(cls, text: str, today: date | None = None) -> Request:
@@ -151,6 +157,8 @@ class Request:
             wants_documents=_META.search(text) is not None or _SOURCES_SAY.search(text) is not None,
             small_talk=talk.lastgroup if talk is not None else None,  # type: ignore[arg-type]
             sql=statement_text(text),
+            supposed=" ".join(m.group(0) for m in _SUPPOSING.finditer(text)),
+            asserted=_SUPPOSING.sub(" ", text),
             asks_reasoning=_REASONING.search(text) is not None,
             asks_judgement=_JUDGEMENT.search(text) is not None,
             asks_procedure=_PROCEDURE.search(text) is not None,

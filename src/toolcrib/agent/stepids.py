@@ -12,6 +12,7 @@ class StepId(StrEnum):
     REFUSED_REQUEST = "refused_request"  # the request spells out a change whose values the tool cannot take
     EVIDENCE_REMINDER = "evidence_reminder"  # a direct answer with nothing found behind it: asked once more
     INVENTED_VALUES = "invented_values"  # a lookup none of whose values the request or anything found holds
+    SUPPOSED_CHANGE = "supposed_change"  # a change the request only supposes ("if I cancel it, ..."): not made
     REGROUNDED_LOOKUP = "regrounded_lookup"  # a lookup refused for an invented id, made with the request's one id
     REFUSED_CHANGE = "refused_change"  # the one call was a change the gate refused: said so by code
     PLANNED_LOOKUPS = "planned_lookups"  # the obvious lookups the model left out

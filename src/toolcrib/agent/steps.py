@@ -113,6 +113,31 @@ class InventedValues(Step):
         return None
 
 
+class SupposedChange(Step):
+    """A change (WRITE/ACTUATE) the model proposed whose verb the request says only in a clause that
+    supposes it ("If I cancel it 30 hours beforehand, will I be charged?", "what happens if I set CH1 to
+    24 V?") is set aside before it runs, recorded as dropped: the request asks what would happen, not for
+    the change, and a proposal held for a person is one an approver could approve."""
+
+    id = StepId.SUPPOSED_CHANGE
+
+    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
+        kept = []
+        for call in run.proposed:
+            tool = calls.tool(call.name)
+            if (tool is None or tool.effect is Effect.READ or not run.request.supposed
+                    or not tool.requested_by(run.request.supposed) or tool.requested_by(run.request.asserted)):
+                kept.append(call)
+                continue
+            reason = (f"the request only supposes this change ({run.request.supposed!r}): it asks what would "
+                      "happen, not for the change")
+            self.note(run, f"Set aside a change the request only supposes: {call.name}", tool=call.name,
+                      reason=reason)
+            calls.drop(run, call, reason)
+        run.proposed = kept
+        return None
+
+
 class RefusedChange(Step):
     """The decision's one call was a change (WRITE/ACTUATE) the gate refused as proposed (invalid or
     invented arguments): the answer is the exact call, why, and that nothing changed. Not for a tool
