@@ -89,8 +89,12 @@ class Calls:
     def _versions_decided(self, run: RunState, outcome: CallOutcome) -> CallOutcome:
         """``outcome`` with a search's document versions decided by the request's dates (``Evidence.as_of``):
         what the model reads, the ledger keeps and the answer cites; what was set aside is recorded."""
-        found = Evidence.from_payload(outcome.payload.get("data")) if outcome.ok else None
-        if found is None or not found.conflicts or StepId.VERSIONS_DECIDED in self.settings.steps_off:
+        data = outcome.payload.get("data")
+        if not (outcome.ok and isinstance(data, dict) and data.get("conflicts")) \
+                or StepId.VERSIONS_DECIDED in self.settings.steps_off:
+            return outcome  # read back only a search that found versions: the ledger reads every result
+        found = Evidence.from_payload(data)
+        if found is None:
             return outcome
         decided, choices = found.as_of(run.request.as_of)
         if not choices:

@@ -23,7 +23,6 @@ from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.registry import tool_specs
 from toolcrib.tools.tool import Effect, Tool, name_words
 
-_LETTERS = re.compile(r"[a-z]+")
 _BUDGET = 2  # planned lookups per run, in up to two rounds (a chain)
 _FOUND_CHARS = 1200  # of the records found, shown with a change asked for after them
 
@@ -200,7 +199,7 @@ def _asks_change(tool: Tool, request: Request) -> bool:
     (at least one)."""
     required = set(tool.parameters.get("required", ()))
     shapes = [shape for name, shape in tool.identifier_shapes if name in required]
-    return (name_words(tool.name)[0] in set(_LETTERS.findall(request.asserted.lower())) and bool(shapes)
+    return (request.asserts(name_words(tool.name)[0]) and bool(shapes)
             and all(request.identifiers_of(shape) for shape in shapes))
 
 

@@ -176,6 +176,10 @@ class Request:
         """The days it is about, as spans: the dates it states, or today when it states none."""
         return tuple((d.first, d.last) for d in self.dated) or ((self.today, self.today),)
 
+    def asserts(self, word: str) -> bool:
+        """Whether it says ``word`` (lower case) outside the clauses that only suppose ("if I cancel it")."""
+        return word in _LETTERS.findall(self.asserted.casefold())
+
     def identifiers_of(self, shape: str) -> list[str]:
         """The identifiers of a tool's ``shape`` (``Identifier(shape=...)``) the text gives, in order."""
         return identifiers(self.text, shape)

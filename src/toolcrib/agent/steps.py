@@ -31,7 +31,7 @@ from toolcrib.agent.state import RunnerSettings, RunState
 from toolcrib.agent.stepids import StepId
 from toolcrib.errors import InvalidArguments, ModelFacingError
 from toolcrib.models.base import ToolCall
-from toolcrib.tools.tool import Effect
+from toolcrib.tools.tool import Effect, Tool
 from toolcrib.trace.events import EventKind
 
 
@@ -90,52 +90,56 @@ class RefusedRequest(Step):
         return None
 
 
-class InventedValues(Step):
-    """A READ call of the model's whose every text value comes from nowhere (``fit.invented_values``)
-    is set aside before it runs, recorded as dropped with the values: the run goes on as if the model
-    had not chosen it, so a request no offered lookup fits is searched in the documents instead."""
+class SetAside(Step):
+    """A step that sets aside each proposed call it has a reason against, before it runs, recorded as
+    dropped with that reason: the run goes on as if the model had not chosen it."""
 
-    id = StepId.INVENTED_VALUES
+    title: ClassVar[str]
+
+    @abstractmethod
+    def why(self, run: RunState, call: ToolCall, tool: Tool | None) -> str | None:
+        """Why ``call`` is set aside, or None to keep it."""
 
     async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
         kept = []
         for call in run.proposed:
-            tool = calls.tool(call.name)
-            invented = invented_values(tool, call.arguments, run.request, run.cctx.grounding) if tool else []
-            if not invented:
+            reason = self.why(run, call, calls.tool(call.name))
+            if reason is None:
                 kept.append(call)
                 continue
-            reason = (f"none of its values ({', '.join(map(repr, invented))}) comes from the request or anything "
-                      "found: the call does not fit the request")
-            self.note(run, f"Set aside a call that does not fit: {call.name}", tool=call.name, reason=reason)
+            self.note(run, f"{self.title}: {call.name}", tool=call.name, reason=reason)
             calls.drop(run, call, reason)
         run.proposed = kept
         return None
 
 
-class SupposedChange(Step):
+class InventedValues(SetAside):
+    """A READ call of the model's whose every text value comes from nowhere (``fit.invented_values``)
+    is set aside, with the values: a request no offered lookup fits is searched in the documents instead."""
+
+    id, title = StepId.INVENTED_VALUES, "Set aside a call that does not fit"
+
+    def why(self, run: RunState, call: ToolCall, tool: Tool | None) -> str | None:
+        invented = invented_values(tool, call.arguments, run.request, run.cctx.grounding) if tool else []
+        return (f"none of its values ({', '.join(map(repr, invented))}) comes from the request or anything "
+                "found: the call does not fit the request") if invented else None
+
+
+class SupposedChange(SetAside):
     """A change (WRITE/ACTUATE) the model proposed whose verb the request says only in a clause that
     supposes it ("If I cancel it 30 hours beforehand, will I be charged?", "what happens if I set CH1 to
-    24 V?") is set aside before it runs, recorded as dropped: the request asks what would happen, not for
-    the change, and a proposal held for a person is one an approver could approve."""
+    24 V?") is set aside: the request asks what would happen, not for the change, and a proposal held for
+    a person is one an approver could approve."""
 
-    id = StepId.SUPPOSED_CHANGE
+    id, title = StepId.SUPPOSED_CHANGE, "Set aside a change the request only supposes"
 
-    async def __call__(self, run: RunState, calls: Calls, draft: Finish | None) -> Finish | None:
-        kept = []
-        for call in run.proposed:
-            tool = calls.tool(call.name)
-            if (tool is None or tool.effect is Effect.READ or not run.request.supposed
-                    or not tool.requested_by(run.request.supposed) or tool.requested_by(run.request.asserted)):
-                kept.append(call)
-                continue
-            reason = (f"the request only supposes this change ({run.request.supposed!r}): it asks what would "
-                      "happen, not for the change")
-            self.note(run, f"Set aside a change the request only supposes: {call.name}", tool=call.name,
-                      reason=reason)
-            calls.drop(run, call, reason)
-        run.proposed = kept
-        return None
+    def why(self, run: RunState, call: ToolCall, tool: Tool | None) -> str | None:
+        request = run.request
+        if (tool is None or tool.effect is Effect.READ or not request.supposed
+                or not tool.requested_by(request.supposed) or tool.requested_by(request.asserted)):
+            return None
+        return (f"the request only supposes this change ({request.supposed!r}): it asks what would happen, "
+                "not for the change")
 
 
 class RefusedChange(Step):
