@@ -37,6 +37,16 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     if request.param == "sqlite":
         yield "sqlite", str(tmp_path / "audit.db"), None
         return
+    yield from _postgres()
+
+
+@pytest.fixture
+def pg_backend() -> Iterator[Backend]:
+    yield from _postgres()
+
+
+def _postgres() -> Iterator[Backend]:
+    """A PostgreSQL schema of its own for one test, dropped after it."""
     psycopg = pytest.importorskip("psycopg")
     try:
         admin = psycopg.connect(DSN, autocommit=True)
@@ -223,3 +233,27 @@ def test_an_edits_changes_are_redacted_on_both_sides() -> None:
     assert "a@example.com" not in str(out) and "b@example.com" not in str(out) and "4111" not in str(out)
     assert out["email"]["from"] != out["email"]["to"]  # still comparable: two different values
     assert out["card"]["to"]["number"] == redact_arguments({"n": "5500000000000004"}, ["n"])["n"]
+
+
+def test_deferred_records_are_chained_in_order_before_the_next_append(backend: Backend) -> None:
+    with _open(*backend) as store:
+        for i in range(3):  # a run's READ calls: queued, not waited for
+            store.append_deferred("executed", actor="alice", decided_by="code", tool="lookup", detail={"i": i})
+        store.append("proposed", actor="alice", decided_by="model", tool="reserve_stock", proposal_id="p1")
+        with _open(*backend) as other:  # what another process reads
+            records = list(other.records())
+            assert other.verify().ok
+    assert [(r.event, r.detail.get("i")) for r in records] == [
+        ("executed", 0), ("executed", 1), ("executed", 2), ("proposed", None)]
+
+
+@pytest.mark.postgres
+def test_a_postgres_store_commits_deferred_records_when_flushed_or_closed(pg_backend: Backend) -> None:
+    with _open(*pg_backend) as store, _open(*pg_backend) as other:
+        store.append_deferred("executed", actor="alice", decided_by="code", tool="lookup")
+        assert other.head()[0] == 0  # queued in its process: nothing waited on the table
+        store.flush()
+        assert other.head()[0] == 1
+        store.append_deferred("executed", actor="alice", decided_by="cache", tool="lookup")
+    with _open(*pg_backend) as again:  # closing committed the last one
+        assert [r.decided_by for r in again.records()] == ["code", "cache"] and again.verify().ok

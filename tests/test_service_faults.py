@@ -8,6 +8,7 @@ own (``fakes/pg_cluster.py``), real tmpfs mounts; ``benchmarks/chaos.py`` measur
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -194,6 +195,29 @@ def test_a_server_killed_after_an_approval_commits_gets_its_audit_record_from_th
     assert pair.audit_events(shown["id"]).count("approved") == 1
     resumed = pair.post(1, f"/v1/runs/{run_id}/resume", "alice")
     assert resumed.status_code == 200 and resumed.json()["outcome"] == "answered", resumed.text
+    assert "audit chain OK" in _verify(pair.ws)
+
+
+def test_runs_waiting_on_a_locked_audit_table_stall_none_of_the_process_s_other_requests(pair: Pair) -> None:
+    """A run is a task on the service's event loop; its store commits run in worker threads. Runs whose
+    READ records wait on an audit table another process has locked wait there, and the same process goes on
+    answering: its health check, who a key stands for, the runs' proposals page. Once the lock is gone the
+    waiting runs answer, and every READ of theirs is in a chain that verifies."""
+    with pg_cluster.holding(pair.dsn, "LOCK TABLE toolcrib_audit IN EXCLUSIVE MODE"):
+        asks = [pg_cluster.in_thread(functools.partial(pair.post, 0, "/v1/ask", "alice",
+                                                       {"question": f"What does part {part} cost?"}))
+                for part in ("F1", "F2")]  # two: runs_per_user
+        _eventually(lambda: pg_cluster.waiting_on_lock(pair.dsn, "%LOCK TABLE toolcrib_audit%"),
+                    "the runs' audit commits wait")
+        began = time.monotonic()
+        for _ in range(5):
+            assert httpx.get(f"{pair.urls[0]}/healthz", timeout=5).status_code == 200
+            assert httpx.get(f"{pair.urls[0]}/v1/me", headers=_headers(pair.keys, "alice"), timeout=5).status_code == 200
+        assert time.monotonic() - began < 5
+        assert all(thread.is_alive() for thread, _ in asks), [got for _, got in asks]  # still waiting
+    for thread, got in asks:
+        thread.join(60)
+        assert got[0].status_code == 200 and got[0].json()["outcome"] == "answered", got[0]
     assert "audit chain OK" in _verify(pair.ws)
 
 

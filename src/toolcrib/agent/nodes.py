@@ -7,6 +7,7 @@ that table too (``Place.steps``); a node runs them where its work needs them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from abc import ABC, abstractmethod
@@ -466,13 +467,21 @@ class Record(Node):
                                    for o in _held(outcomes)]
         run.tracer.record(EventKind.RUN_FINISHED, f"Final answer ({draft.outcome})", status=draft.outcome,
                           citations=[c.id for c in citations], ms=answer.ms, detail=detail)
-        run.tracer.close()
-        if (audit := flow.calls.gate.audit) is not None:  # the run's READ records are durable before its Answer
-            audit.flush()
-        if flow.runs is not None:
-            flow.runs.record(RunRecord(run.run_id, run.principal.user_id, run.principal.tenant, run.question, run.mode,
-                                       draft.outcome, answer.to_dict(), [e.to_dict() for e in run.tracer.events],
-                                       [run.tracer.trace_id], run.paused))
+        audit, runs = flow.calls.gate.audit, flow.runs
+
+        def keep() -> None:
+            run.tracer.close()
+            if audit is not None:  # the run's READ records are durable before its Answer
+                audit.flush()
+            if runs is not None:
+                runs.record(RunRecord(run.run_id, run.principal.user_id, run.principal.tenant, run.question, run.mode,
+                                      draft.outcome, answer.to_dict(), [e.to_dict() for e in run.tracer.events],
+                                      [run.tracer.trace_id], run.paused))
+
+        if audit is None and runs is None:  # nothing that waits on a disk or a database: no thread hop
+            keep()
+        else:  # off the event loop: a commit may wait on the disk or on a lock another process holds
+            await asyncio.to_thread(keep)
         run.answer = answer
         return Edge.END
 

@@ -8,6 +8,7 @@ is written is the model's strategy (``strategy.py``).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -123,7 +124,7 @@ class Runner:
         """Continue a run paused for approval: run the approved call(s) exactly as proposed."""
         if self.runs is None:
             raise ConfigError("this runner has no run store (Runner(runs=RunStore(...))), so it cannot resume runs")
-        paused = self.runs.load(run_id)
+        paused = await asyncio.to_thread(self.runs.load, run_id)  # off the event loop: a database read
         if paused.user_id != principal.user_id:
             raise NotPermitted(f"run {run_id} belongs to another user")
         tracer = self._tracer(exporters)

@@ -37,6 +37,7 @@ def create_app(ws: Workspace | None = None, *, model_spec: str | None = None) ->
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        svc.start(asyncio.get_running_loop())
         loading = asyncio.create_task(svc.load())
         sweeping = asyncio.create_task(svc.sweep_expired())
         yield

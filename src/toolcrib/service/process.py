@@ -1,12 +1,12 @@
 """The parts one ``toolcrib serve`` process shares between requests (``Service``): the stores, the gate,
-the approval desk, the model slots and the run pool, and what a route asks of them."""
+the approval desk, the model slots and the runs in progress, and what a route asks of them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from toolcrib.trace.tracer import TraceExporter, json_bytes
 from toolcrib.workspace import Workspace
 
 log = logging.getLogger("toolcrib.service")
-Job = Callable[[Runner, Sequence[TraceExporter]], Answer]
+Job = Callable[[Runner, Sequence[TraceExporter]], Awaitable[Answer]]
 
 
 class Service:
@@ -53,10 +53,18 @@ class Service:
         self.shared_model: Model | None = probe if isinstance(probe, Loadable) else None  # one engine per process
         slots = cfg.model_slots or (1 if self.shared_model is not None else 8)
         self.slots = RunSlots(slots, cfg.queue, cfg.runs_per_user, cfg.queue_wait_s)
-        self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="toolcrib-run")
+        self._running: set[asyncio.Task[Answer]] = set()  # held until each ends: the loop keeps weak refs
+        self.workers: ThreadPoolExecutor | None = None
         self.metrics = Metrics()
         self.ready = self.shared_model is None
         self.load_error = ""
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Give ``loop`` a worker pool for what runs wait on (store commits, blocking tools and model replies,
+        key checks): asyncio's default (cores + 4 threads) would leave runs waiting for a thread while
+        others wait on a locked table."""
+        self.workers = ThreadPoolExecutor(max_workers=max(32, 4 * self.slots.slots), thread_name_prefix="toolcrib")
+        loop.set_default_executor(self.workers)
 
     async def load(self) -> None:
         """Load the shared model and build a missing document index, off the event loop; ``/readyz`` says
@@ -64,7 +72,7 @@ class Service:
         model = self.shared_model
         try:
             if isinstance(model, Loadable):
-                await asyncio.get_running_loop().run_in_executor(self.pool, model.load)
+                await asyncio.to_thread(model.load)
             if self.ws.config.service.index_on_start and "vector_search" in self.ws.config.tools.builtin:
                 await asyncio.to_thread(self.ws.ensure_index)
         except Exception as exc:  # /readyz reports it; the process stays up for health checks and approvals
@@ -73,7 +81,7 @@ class Service:
             return
         self.ready = True
         if self.ws.config.service.warm_on_start and isinstance(model, Prefillable):
-            await asyncio.to_thread(self._warm)  # not in the run pool: questions take the model between offers
+            await asyncio.to_thread(self._warm)  # questions take the model between offers
 
     def _warm(self) -> None:
         """``toolcrib warm`` for every configured user, in the workspace's mode; a failure is logged, not fatal."""
@@ -95,7 +103,10 @@ class Service:
                 log.exception("sweeping expired proposals failed")
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        for task in self._running:
+            task.cancel()
+        if self.workers is not None:
+            self.workers.shutdown(wait=False, cancel_futures=True)
         self.desk.close()
         self.store.close()
         self.runs.close()
@@ -119,24 +130,25 @@ class Service:
         return self.ws.runner(model, mode=mode, gate=self.gate)
 
     async def _start(self, principal: Principal, job: Job, mode: Literal["single", "loop"] | None,
-                     exporters: Sequence[TraceExporter]) -> asyncio.Future[Answer]:
-        """Start ``job`` on the run pool once a slot is free, with a runner made there (making one reads
-        the model spec's files: off the event loop); the slot is released when the run ends, even if the
-        client has gone (the run still finishes and is recorded). Not a task on the event loop: a run's
-        store writes (the audit's PostgreSQL appends, approvals, the run record) block, and one waiting on a
-        locked table would stall every request of the process (benchmarks/chaos.py's approval phase timed
-        out 3 of 5 times that way, 0 of 5 here)."""
+                     exporters: Sequence[TraceExporter]) -> asyncio.Task[Answer]:
+        """Start ``job`` as a task on this event loop once a slot is free; the slot is released when the run
+        ends, even if the client has gone (the run still finishes and is recorded). The run awaits the model,
+        its tools and its stores: what blocks (a backend's reply, a plain tool, a store's commit, which may
+        wait on a table another process has locked) runs in a worker thread (``start``), so one run waiting
+        never stalls the others (``benchmarks/chaos.py``: a held audit table lock)."""
         await self.limit_rate(principal)
         await self.slots.acquire(principal.user_id)
+        try:
+            task = asyncio.ensure_future(job(self._runner(mode), exporters))
+        except BaseException:
+            self.slots.release(principal.user_id)
+            raise
+        self._running.add(task)
+        task.add_done_callback(lambda t: self._ended(principal.user_id, t))
+        return task
 
-        def run() -> Answer:
-            return job(self._runner(mode), exporters)
-
-        future = asyncio.get_running_loop().run_in_executor(self.pool, run)
-        future.add_done_callback(lambda f: self._ended(principal.user_id, f))
-        return future
-
-    def _ended(self, user: str, future: asyncio.Future[Answer]) -> None:
+    def _ended(self, user: str, future: asyncio.Task[Answer]) -> None:
+        self._running.discard(future)
         self.slots.release(user)
         if future.cancelled() or future.exception() is not None:
             self.metrics.inc("toolcrib_runs_total", "Runs ended, by outcome.", outcome="error")

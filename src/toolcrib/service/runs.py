@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -53,8 +53,8 @@ async def ask(body: AskRequest, request: Request, principal: Caller, svc: Served
     if problem := question_problem(body.question, svc.ws.config.service.max_question_chars):
         raise ModelFacingError(problem, code="too_long")  # a blank one never gets here: see AskRequest
 
-    def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Answer:
-        return runner.ask(body.question, principal, mode=body.mode, exporters=exporters)
+    def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Awaitable[Answer]:
+        return runner.aask(body.question, principal, mode=body.mode, exporters=exporters)
 
     return await svc.respond(request, principal, job, body.mode)
 
@@ -90,7 +90,7 @@ async def resume(run_id: str, request: Request, principal: Caller, svc: Served) 
     if record is None or record.user_id != principal.user_id or record.paused is None:
         raise NotFound(f"no paused run '{run_id}'")
 
-    def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Answer:
-        return runner.resume(run_id, principal, exporters=exporters)
+    def job(runner: Runner, exporters: Sequence[TraceExporter]) -> Awaitable[Answer]:
+        return runner.aresume(run_id, principal, exporters=exporters)
 
     return await svc.respond(request, principal, job)

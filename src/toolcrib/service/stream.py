@@ -22,9 +22,10 @@ if TYPE_CHECKING:
 
 
 class EventQueue(TraceExporter):
-    """Hands the events recorded on the run's thread to the request's event loop, in order: the first of
-    several recorded before the loop takes them wakes the loop, the rest go with it (each wake-up of the
-    loop from another thread is a system call and a GIL handoff)."""
+    """Hands a run's events to the request's event loop, in order. The run is a task on that loop, so
+    an event recorded there goes straight in; one recorded on another thread (a tool's worker) is handed
+    over: the first of several recorded before the loop takes them wakes the loop, the rest go with it
+    (each wake-up of the loop from another thread is a system call and a GIL handoff)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Event | None]) -> None:
         self.loop = loop
@@ -36,7 +37,9 @@ class EventQueue(TraceExporter):
         with self._lock:
             self._pending.append(event)
             first = len(self._pending) == 1
-        if first:
+        if _running_loop() is self.loop:
+            self._deliver()
+        elif first:
             self.loop.call_soon_threadsafe(self._deliver)
 
     def _deliver(self) -> None:
@@ -44,6 +47,13 @@ class EventQueue(TraceExporter):
             events, self._pending = self._pending, []
         for event in events:
             self.queue.put_nowait(event)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def sse(data: dict[str, Any]) -> bytes:

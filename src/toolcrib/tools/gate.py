@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import date
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 
 from toolcrib.errors import (
     ApprovalRequired,
@@ -180,7 +180,7 @@ class Gate:
             status: Status = "approval_required" if isinstance(exc, ApprovalRequired) else (
                 "error" if isinstance(exc, (ToolFailed, ToolTimeout)) else "refused")
             outcome = CallOutcome(call, status, error_payload(exc), effect=tool.effect.value if tool else None)
-            self._record_refusal(outcome, exc, cctx, start)
+            await self._record_refusal(outcome, exc, cctx, start)
         outcome.ms = (time.perf_counter() - start) * 1000
         return outcome
 
@@ -251,9 +251,9 @@ class Gate:
         assert self.approvals is not None
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            held = self.approvals.get(proposal_id)
+            held = await _off(self.approvals.get, proposal_id)
             if held is None or held.status != "executing":
-                return self.approvals.outcome(proposal_id)
+                return await _off(self.approvals.outcome, proposal_id)
             await asyncio.sleep(0.05)
         return None
 
@@ -274,15 +274,16 @@ class Gate:
             raise ApprovalRequired(f"{tool.name} changes something and needs a person's approval; "
                                    "no approval store is configured, so it cannot run")
         ctx = cctx.tool_context()
-        version = tool.resource_version(values, ctx) if tool.resource_version else ""
+        version = await _off(tool.resource_version, values, ctx) if tool.resource_version else ""
         principal = cctx.principal
+        approvals = self.approvals
         if proposal_id is None:
             review = self.review(tool, values, cctx)
-            proposal = self.approvals.propose(tool.name, values, principal, self.policy.version, version,
-                                              run_id=cctx.run_id, trace_id=cctx.tracer.trace_id, review=review,
-                                              pending_ttl_s=self.settings.proposal_ttl_s.get(tool.name))
+            proposal = await _off(approvals.propose, tool.name, values, principal, self.policy.version, version,
+                                  run_id=cctx.run_id, trace_id=cctx.tracer.trace_id, review=review,
+                                  pending_ttl_s=self.settings.proposal_ttl_s.get(tool.name))
             shown = {"provenance": review.provenance, "warnings": review.warnings}
-            self._audit("proposed", actor=principal.user_id, decided_by="model", tool=tool.name,
+            await self._audit("proposed", actor=principal.user_id, decided_by="model", tool=tool.name,
                         proposal_id=proposal.id, cctx=cctx, detail={"arguments": self._redacted(tool, values),
                                                                     "resource_version": version, **shown})
             cctx.tracer.record(EventKind.CALL_HELD, f"Held for approval: {tool.name}", decided_by="policy",
@@ -293,32 +294,33 @@ class Gate:
                 f"{tool.name} was not run: it is held for a person's approval as proposal {proposal.id}").to_result()
             payload["proposal"] = {"id": proposal.id, "tool": tool.name, "arguments": values, **shown}
             return CallOutcome(call, "approval_required", payload, effect=tool.effect.value, proposal_id=proposal.id)
-        held = self.approvals.get(proposal_id)
+        held = await _off(approvals.get, proposal_id)
         if held is None or held.tenant != principal.tenant or held.requester != principal.user_id:
             raise NotPermitted(f"proposal {proposal_id} is not one of your proposals")
         edit: dict[str, Any] | None = None
         if held.superseded_by:  # an approver edited the call: the edited proposal runs in its place
-            edited = self.approvals.get(held.superseded_by)
+            edited = await _off(approvals.get, held.superseded_by)
             if edited is None:
                 raise ApprovalRefused("superseded")
             if changed_values(held.arguments, values):  # the call sent is not the one proposed
                 raise ApprovalRefused("edited", "the call differs from the one proposed; send the proposed call")
-            values, version = self.admit_edit(tool, edited.arguments, principal, cctx.resources)
+            values, version = await _off(self.admit_edit, tool, edited.arguments, principal, cctx.resources)
             edit = {"by": held.decided_by, "changes": changed_values(held.arguments, values),
                     "reason": held.reason, "supersedes": held.id, "proposal_id": edited.id}
             call = ToolCall(call.id, call.name, dict(values))
             proposal_id, held = edited.id, edited
-        stored = self.approvals.outcome(proposal_id)
+        stored = await _off(approvals.outcome, proposal_id)
         if stored is not None:  # a duplicated resume: report the recorded outcome, run nothing again
             return self._replay(call, tool, proposal_id, stored, cctx)
         expected = proposal_hash(tool.name, values, principal.user_id, principal.tenant, self.policy.version, version,
                                  held.review)
         try:
-            approval = self.approvals.claim(proposal_id, expected, current_resource_version=version,
-                                            tool=tool.name, arguments=values)
+            approval = await _off(approvals.claim, proposal_id, expected, current_resource_version=version,
+                                  tool=tool.name, arguments=values)
         except ApprovalRefused as refused:
             if refused.reason == "rejected":
-                raise self._rejection(self.approvals.get(proposal_id) or held) from None
+                rejected = await _off(approvals.get, proposal_id)
+                raise self._rejection(rejected or held) from None
             if refused.reason != "used":
                 raise
             # a duplicate resume while the first is running the call: wait for its outcome and report it
@@ -337,18 +339,18 @@ class Gate:
             result = {"ok": False, "error": {"code": "outcome_unknown", "message": (
                 f"{tool.name} did not answer within {tool.timeout_s:g}s: its outcome is unknown. It was not "
                 "retried; check the system of record before trying again.")}}
-            self.approvals.finish(proposal_id, "outcome_unknown", result)
+            await _off(approvals.finish, proposal_id, "outcome_unknown", result)
             cctx.tracer.record(EventKind.CALL_FAILED, f"Outcome unknown: {tool.name}", decided_by="human",
                                tool=tool.name, call_id=call.id, effect=tool.effect.value,
                                arguments=self._redacted(tool, values), status="outcome_unknown",
                                error_code="outcome_unknown", proposal_id=proposal_id,
                                ms=(time.perf_counter() - start) * 1000)
-            self._audit("outcome_unknown", actor="system", decided_by="code", tool=tool.name,
+            await self._audit("outcome_unknown", actor="system", decided_by="code", tool=tool.name,
                         proposal_id=proposal_id, cctx=cctx)
             return CallOutcome(call, "outcome_unknown", result, effect=tool.effect.value, proposal_id=proposal_id)
         except ToolFailed as exc:
-            self.approvals.finish(proposal_id, "failed", exc.to_result())
-            self._audit("failed", actor="system", decided_by="code", tool=tool.name, proposal_id=proposal_id,
+            await _off(approvals.finish, proposal_id, "failed", exc.to_result())
+            await self._audit("failed", actor="system", decided_by="code", tool=tool.name, proposal_id=proposal_id,
                         cctx=cctx)
             raise
         outcome = self._ok(call, tool, self._prepare(tool, value), cctx, start, proposal_id=proposal_id,
@@ -357,8 +359,8 @@ class Gate:
         if edit:  # the model's next turn learns what ran instead of what it proposed, and who changed it
             outcome.payload["edited"] = {**edit, "note": (
                 f"{edit['by']} changed this call before approving it; it ran with the changed values")}
-        self.approvals.finish(proposal_id, "executed", outcome.payload)
-        self._audit("executed", actor=approval.approver, decided_by="human", tool=tool.name,
+        await _off(approvals.finish, proposal_id, "executed", outcome.payload)
+        await self._audit("executed", actor=approval.approver, decided_by="human", tool=tool.name,
                     proposal_id=proposal_id, cctx=cctx)
         return outcome
 
@@ -441,7 +443,8 @@ class Gate:
             return named and tool.named_by(cctx.question)
         return all(any(s.kind == "user" for s in cctx.grounding.sources_of(v)) for v in given)
 
-    def _record_refusal(self, outcome: CallOutcome, exc: ModelFacingError, cctx: CallContext, start: float) -> None:
+    async def _record_refusal(self, outcome: CallOutcome, exc: ModelFacingError, cctx: CallContext,
+                              start: float) -> None:
         decided_by: DecidedBy = "policy" if isinstance(exc, (NotPermitted, ApprovalRequired)) else "code"
         failed = outcome.status == "error"
         kind = EventKind.CALL_FAILED if failed else EventKind.CALL_REFUSED
@@ -454,7 +457,7 @@ class Gate:
                            error_code=exc.code, ms=(time.perf_counter() - start) * 1000,
                            detail={"message": exc.message, **({"internal": internal} if internal else {})})
         event = "denied" if isinstance(exc, NotPermitted) else "refused" if outcome.status == "refused" else "failed"
-        self._audit(event, actor=cctx.principal.user_id, decided_by=decided_by, tool=outcome.call.name, cctx=cctx,
+        await self._audit(event, actor=cctx.principal.user_id, decided_by=decided_by, tool=outcome.call.name, cctx=cctx,
                     detail={"code": exc.code, "message": exc.message})
 
     def _redacted(self, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -462,11 +465,22 @@ class Gate:
             return dict(arguments)
         return redact_arguments(dict(arguments), tool.redact)
 
-    def _audit(self, event: str, *, actor: str, decided_by: str, tool: str, cctx: CallContext,
-               proposal_id: str = "", detail: dict[str, Any] | None = None) -> None:
+    async def _audit(self, event: str, *, actor: str, decided_by: str, tool: str, cctx: CallContext,
+                     proposal_id: str = "", detail: dict[str, Any] | None = None) -> None:
         if self.audit is not None:
-            self.audit.append(event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
+            await _off(self.audit.append, event, actor=actor, decided_by=decided_by, tool=tool, proposal_id=proposal_id,
                               trace_id=cctx.tracer.trace_id, detail=detail)
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _off(fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Coroutine[Any, Any, _T]:
+    """``fn`` (a store's call, a tool's resource version) in a worker thread, to await: it may wait on a disk,
+    a network or a lock another process holds, and a service's event loop must go on meanwhile (a hop costs
+    ~0.2 ms, less than the commit it waits for)."""
+    return asyncio.to_thread(fn, *args, **kwargs)
 
 
 def _as_run(call: ToolCall, values: Mapping[str, Any], regrounded: Sequence[Regrounded]) -> ToolCall:
