@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from toolcrib.agent import arithmetic, prompts
+from toolcrib.agent import arithmetic, prompts, wording
 from toolcrib.agent.arithmetic import Computed
 from toolcrib.agent.facts import Facts
 from toolcrib.agent.request import Request
@@ -16,6 +16,7 @@ from toolcrib.models.base import HostedCall, HostedSource
 from toolcrib.retrieval.citations import Citation, check_citations
 from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence, VersionChoice, version_doc
 from toolcrib.retrieval.excerpt import key_sentence
+from toolcrib.sql.values import Link, ValueIndex
 from toolcrib.text import SENTENCES, content_words, spaced
 from toolcrib.tools.result import CallOutcome
 from toolcrib.websearch.results import WebResults
@@ -156,20 +157,23 @@ class EvidenceLedger:
                   if (quote := key_sentence(self.texts[cid], question))}
         return [c.describe(quotes) for c in conflicts]
 
-    def review(self, text: str, request: Request | None = None, *, check_claims: bool = True) -> CitationReview:
+    def review(self, text: str, request: Request | None = None, *, check_claims: bool = True,
+               values: ValueIndex | None = None, links: Sequence[Link] = ()) -> CitationReview:
         """Keep citations to evidence this run retrieved; drop and flag any other; with the ``request``
         and ``check_claims`` (an answer written from the evidence, not code's own account or quote), drop
-        each sentence whose figures or identifiers are in neither the evidence nor the question (the
-        claim check), and flag or cite for each claim without a citation; cite the tool results the
-        answer rests on and every version of a conflicting document; add the conflict note (with the
-        ``request``, what each version says on it)."""
+        each sentence whose figures or identifiers are in neither the evidence nor the question, or that
+        states a name or a value of the workspace's data (``values``) that neither holds, nor the values
+        code linked in the request (``links``): the claim check (``wording``); flag or cite for each claim
+        without a citation; cite the tool results the answer rests on and every version of a conflicting
+        document; add the conflict note (with the ``request``, what each version says on it)."""
         known = self.items
         check = check_citations(text, known)
         flags = [f"removed citation [{cid}]: not retrieved in this run" for cid in check.invalid]
         for cid in check.invalid:
             text = re.sub(rf"\s*\[{re.escape(cid)}\]", "", text)
         checked = request if check_claims else None  # the request the claims answer, when checked
-        text, unsupported, computed = self._claims_checked(text, checked) if checked is not None else (text, [], [])
+        text, unsupported, computed = (self._claims_checked(text, checked, values, links) if checked is not None
+                                       else (text, [], []))
         flags += [f"removed a sentence whose {what}: {sentence[:160]}" for sentence, what in unsupported]
         flags += [f"computed by code: {c.describe()}" for c in computed]
         nothing_supported = bool(unsupported) and not text.strip()
@@ -250,7 +254,8 @@ class EvidenceLedger:
         return next((cid for cid in passages if not facts.missing_from(
             Facts.of(self._shown(cid), evidence=True), nothing)), None)
 
-    def _claims_checked(self, text: str, request: Request) -> tuple[str, list[tuple[str, str]], list[Computed]]:
+    def _claims_checked(self, text: str, request: Request, values: ValueIndex | None = None,
+                        links: Sequence[Link] = ()) -> tuple[str, list[tuple[str, str]], list[Computed]]:
         """``text``, its written-out sums worked out by code (``arithmetic.worked_out``), without the sentences
         that state a figure, date, price or identifier found in neither the evidence this run retrieved (the
         sentence's cited items when it cites any) nor the question,
@@ -260,12 +265,14 @@ class EvidenceLedger:
         (a competitor's price "from" a passage about our own product), or any figure at all when every name
         the question asks about is missing from documents that are all the evidence (the price of our own
         supply given for a competitor's), where a figure no source holds is not worked out from figures that
-        have one (``arithmetic.traced``); each removed sentence with why; and what code worked out."""
+        have one (``arithmetic.traced``), or that names what nothing found or asked holds (``wording.unheld``);
+        each removed sentence with why; and what code worked out."""
         kept: list[str] = []
         removed: list[tuple[str, str]] = []
         asked = request.stated
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
         held = {cid: Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
+        words = wording.stems_of([everything, request.text, *(link.describe() for link in links)])
         amounts = {cid: set(arithmetic.figures(self._shown(cid))) for cid in self.texts}  # what operations take
         given = set(arithmetic.figures(request.text))
         sourced = Facts.joined(held.values()).figures | given
@@ -302,6 +309,8 @@ class EvidenceLedger:
                 why = next((f"'{n}' is named in no evidence" for n in unknown if n.casefold() in claim.casefold()),
                            f"the request asks about {' and '.join(unknown)}, named in no evidence" if elsewhere
                            else "")
+            if not why and (unheld := wording.unheld(claim, words, values)):
+                why = f"words {', '.join(repr(w) for w in unheld)} are in no evidence and not in the request"
             if why:
                 removed.append((sentence.strip(), why))
             else:

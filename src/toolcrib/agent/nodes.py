@@ -431,7 +431,7 @@ class Review(Node):
         if draft.abstained:
             return Edge.NEXT
         review = run.evidence.review(draft.text, run.request if draft.outcome == "answered" else None,
-                                     check_claims=not draft.code_wrote)
+                                     check_claims=not draft.code_wrote, values=run.values, links=run.links)
         run.citations, run.review_flags = review.citations, review.flags
         run.tracer.record(EventKind.CITATION_CHECK, "Check citations", citations=[c.id for c in review.citations],
                           status="ok" if not review.removed else "removed",

@@ -13,7 +13,7 @@ from toolcrib.agent.request import Request
 from toolcrib.agent.runs import PausedRun
 from toolcrib.models.base import Completion, Message, ToolCall, ToolSpec
 from toolcrib.policy.principal import Principal
-from toolcrib.sql.values import Link
+from toolcrib.sql.values import Link, ValueIndex
 from toolcrib.tools.context import CallContext
 from toolcrib.tools.grounding import identifiers
 from toolcrib.tools.result import CallOutcome
@@ -99,6 +99,11 @@ class RunState:
     @property
     def question(self) -> str:
         return self.request.text
+
+    @property
+    def values(self) -> ValueIndex | None:
+        """The values of the workspace's data the run's user may read (None: they query no database)."""
+        return self.cctx.domains if isinstance(self.cctx.domains, ValueIndex) else None
 
     def linked_ids(self, shape: str, leave: Set[str] = frozenset()) -> dict[str, Link]:
         """The ids of ``shape`` of the rows the request names by another column ("Juniper": customer_id C-17),

@@ -108,12 +108,13 @@ class ValueIndex:
                                   if found and all(e.kind for e in found) else None)
         return self._closed[name]
 
-    def link(self, text: str) -> tuple[Link, ...]:
+    def link(self, text: str, *, kinds: bool = False) -> tuple[Link, ...]:
         """The values ``text`` names, best first. A value is named when most of its weight of words is in
         the text (a word held by many values weighs little), one of those words is held by few values and
         the text gives more than one word of a longer value; or when the text gives a word only that value
         holds and the word is a name (capitalised inside a sentence: "Okoro") or long enough to be no
-        common word ("paracetamol"). A word that fits many values links none of them."""
+        common word ("paracetamol"). A word that fits many values links none of them. A kind ("booked",
+        "dental") links only where it is capitalised as a name, unless ``kinds``: what an answer states."""
         said: dict[str, str] = {}
         named: set[str] = set()
         for m in _WORD.finditer(text):
@@ -130,7 +131,7 @@ class ValueIndex:
             matched = [w for w in words if w in said]
             weight = {w: 1.0 / self._held[w] for w in words}
             score = sum(weight[w] for w in matched) / sum(weight.values())
-            if entry.kind and not named.intersection(matched):
+            if entry.kind and not kinds and not named.intersection(matched):
                 continue  # "booked" is a status, not what the request is about; "Okoro" is a person
             own = any(self._held[w] == 1 and (w in named or len(w) >= _LONG) for w in matched)
             # one word of a longer value links only as its own: "Don't" names no "Don Norman"
