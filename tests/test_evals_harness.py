@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from toolcrib.agent.answer import Answer
 from toolcrib.cli import main
 from toolcrib.evals.harness import run_set
+from toolcrib.evals.metrics import reads_as_dump
 from toolcrib.evals.questions import load_questions
 from toolcrib.evals.scoring import looks_like_abstention, looks_like_refusal
 from toolcrib.models.base import Message, Prefillable, ToolSpec
@@ -303,3 +304,16 @@ def test_abstentions_and_refusals_are_read_in_the_workspaces_own_words() -> None
     assert looks_like_abstention(said("There is no door by that number."), workspace)  # what its identifiers name
     assert not looks_like_abstention(said("There is no door by that number."))
     assert looks_like_refusal(said("Only HR may read payroll."))  # a group, in capitals
+
+
+@pytest.mark.parametrize(("answer", "dump"), [
+    ("Part HLV-2205: name High-voltage lead; price_usd 52.0; price $52.00; supplier Aurora", True),
+    ('lookup_pet("PET-202") returned: {"name": "Mango", "due": "2026-12-01"}', True),
+    ("Query result (sql_query#1): SUM(amount) 312500", True),
+    ("The refund is [1040.0] pounds.", True),
+    ("HLV-2205 costs $52.00 [lookup_part#1].", False),
+    ("I ran reserve_stock (part_number F2, quantity 3): ada approved it.", False),
+    ("The total paid in November is 312,500 [sql_query#1].", False),
+])
+def test_the_dump_metric_counts_answers_that_paste_data_instead_of_saying_it(answer: str, dump: bool) -> None:
+    assert reads_as_dump(answer) is dump
