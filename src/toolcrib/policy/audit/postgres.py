@@ -10,19 +10,17 @@ only records it had not acknowledged, and the chain stays whole either way.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from toolcrib.policy._connections import PostgresConnection
 from toolcrib.policy.audit.base import AuditRecord, Wanted
-from toolcrib.policy.audit.sql import PROPOSAL_INDEX, Entry, SQLAuditStore
+from toolcrib.policy.audit.sql import CLOSE_AT_EXIT, PROPOSAL_INDEX, Entry, SQLAuditStore
 
 _POSTGRES_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS toolcrib_audit (
@@ -84,7 +82,7 @@ class PostgresAuditStore(SQLAuditStore):
         with self._lock:
             self._queue.append(entry)
             full = len(self._queue) >= self.batch
-        _FLUSH_AT_EXIT.add(self)
+        CLOSE_AT_EXIT.add(self)
         if full:
             self.flush()
 
@@ -125,16 +123,6 @@ class PostgresAuditStore(SQLAuditStore):
         if self._pid == os.getpid():
             with contextlib.suppress(Exception):  # a database gone: nothing acknowledged is lost
                 self.flush()
-        _FLUSH_AT_EXIT.discard(self)
+        CLOSE_AT_EXIT.discard(self)
         super().close()
 
-
-# Stores with queued records, committed at interpreter exit.
-_FLUSH_AT_EXIT: weakref.WeakSet[PostgresAuditStore] = weakref.WeakSet()
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    for store in list(_FLUSH_AT_EXIT):
-        with contextlib.suppress(Exception):  # nothing to report to at exit; they were not acknowledged
-            store.flush()

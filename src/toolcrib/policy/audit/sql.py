@@ -5,7 +5,10 @@ DELETE (triggers)."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
+import weakref
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
@@ -160,3 +163,15 @@ class SQLAuditStore(AuditStore):
 # a proposal's records, found without reading the chain (``append_missing``); READ records have no proposal
 PROPOSAL_INDEX = ("CREATE INDEX IF NOT EXISTS toolcrib_audit_proposal ON toolcrib_audit (proposal_id, event)"
                    " WHERE proposal_id <> ''")
+
+
+# Stores holding records queued in the process: closed at interpreter exit, which commits them (a daemon
+# writer thread would otherwise be cut off, and a queue never flushed lost).
+CLOSE_AT_EXIT: weakref.WeakSet[SQLAuditStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for store in list(CLOSE_AT_EXIT):
+        with contextlib.suppress(Exception):  # nothing to report to at exit; they were not acknowledged
+            store.close()

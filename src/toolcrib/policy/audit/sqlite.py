@@ -22,13 +22,11 @@ journaled records once they are chained. Stores without a journal (PostgreSQL, o
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import sqlite3
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -36,7 +34,7 @@ from toolcrib.policy._connections import SQLiteConnection
 from toolcrib.policy.audit import journal as audit_journal
 from toolcrib.policy.audit.base import AuditRecord, Wanted
 from toolcrib.policy.audit.journal import JournalEntry
-from toolcrib.policy.audit.sql import PROPOSAL_INDEX, Entry, SQLAuditStore, encoded
+from toolcrib.policy.audit.sql import CLOSE_AT_EXIT, PROPOSAL_INDEX, Entry, SQLAuditStore, encoded
 from toolcrib.trace.batching import Batching
 from toolcrib.trace.journal import Journal
 
@@ -115,7 +113,7 @@ class SQLiteAuditStore(SQLAuditStore):
             if self._writer is None:
                 self._writer = threading.Thread(target=self._write_queued, name="toolcrib-audit", daemon=True)
                 self._writer.start()
-                _FLUSH_AT_EXIT.add(self)
+                CLOSE_AT_EXIT.add(self)
             self._batching.queued(len(self._queue))
 
     def flush(self) -> None:
@@ -167,7 +165,7 @@ class SQLiteAuditStore(SQLAuditStore):
                     self._commit_queued()
                 self._chain_journaled()
                 self._retire_journal()
-        _FLUSH_AT_EXIT.discard(self)
+        CLOSE_AT_EXIT.discard(self)
         super().close()
 
     # -- the writer -------------------------------------------------------------------------------
@@ -299,13 +297,3 @@ class SQLiteAuditStore(SQLAuditStore):
                         return
                 time.sleep(0.05)
 
-
-# Stores with a writer, flushed at interpreter exit (a daemon thread would otherwise be cut off).
-_FLUSH_AT_EXIT: weakref.WeakSet[SQLiteAuditStore] = weakref.WeakSet()
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    for store in list(_FLUSH_AT_EXIT):
-        with contextlib.suppress(Exception):  # nothing to report to at exit; they were not acknowledged
-            store.close()
