@@ -166,8 +166,8 @@ def test_a_small_query_result_is_stated_by_code_without_a_final_model_call() -> 
                           profile=AIDED)
     gate = Gate(Registry([count_contracts]), GroupPolicy({"support": ["*"]}))
     answer = Runner(model, gate).ask("How many non-EU contracts are there, and what is their total value?", ALICE)
-    assert answer.text == ("Query result ('non-EU' read as 'non-EU (all)'): contract_count 4; total_value 449900; "
-                           "AVG(value) 112474.714286 [count_contracts#1].")  # to the claim check's precision
+    assert answer.text == ("Contract count: 4; total value: 449900; average value: 112474.714286 [count_contracts#1] "
+                           "('non-EU' read as 'non-EU (all)').")  # to the claim check's precision, headings in words
     assert len(model.requests) == 1 and [c.id for c in answer.citations] == ["count_contracts#1"]
     why = ScriptedModel([{"tool_calls": [{"name": "count_contracts", "arguments": {"region": "EU"}}]},
                          "Four, because ... [count_contracts#1]."], profile=AIDED)
@@ -219,8 +219,8 @@ def test_a_change_the_gate_refuses_is_reported_by_code_with_the_exact_call_and_n
     invented = {"tool_calls": [{"name": "reserve_stock", "arguments": {"part_number": "F9", "quantity": 2}}]}
     answer, model, tracer = run([invented, "Done, 2 reserved."], "Reserve 2 F2 filters.")
     assert len(model.requests) == 1 and not RESERVED  # no answer written around the refusal
-    assert answer.text.startswith('reserve_stock({"part_number": "F9", "quantity": 2}) was refused, so I cannot '
-                                  'do this as asked: ')
+    assert answer.text.startswith("reserve_stock (part_number F9, quantity 2) was refused, so I cannot "
+                                  "do this as asked: ")  # the call in words, never its JSON
     assert "(ungrounded_argument)" in answer.text and answer.text.endswith("Nothing was changed.")
     assert any(e.rule == StepId.REFUSED_CHANGE for e in tracer.events)
 

@@ -108,4 +108,4 @@ def test_the_sql_tool_drops_only_what_the_run_has_not_seen(db: SQLiteReadOnly) -
     assert outcome.ok and outcome.payload["data"]["rows"] == [[120.0]]
     assert outcome.payload["data"]["dropped_filters"] == ["provider = 'Acme'"]
     assert table_answer(Request.parse("What was the total?"), outcome.payload["data"], "sql_query#1") == (
-        "Query result (without the condition nobody asked for: provider = 'Acme'): SUM(amount) 120 [sql_query#1].")
+        "Total amount: 120 [sql_query#1] (without the condition nobody asked for: provider = 'Acme').")

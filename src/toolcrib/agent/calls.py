@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from toolcrib.agent.ran import described_call
 from toolcrib.agent.records import LookedUp
 from toolcrib.agent.state import Complete, RunnerSettings, RunState
 from toolcrib.agent.stepids import StepId
@@ -173,5 +174,5 @@ class Calls:
     @staticmethod
     def refused(tool: str, arguments: Any, message: str, code: str) -> str:
         """What the answer says of a change refused as asked: the exact call, why, and that nothing changed."""
-        return (f"{tool}({json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)}) was refused, so I "
-                f"cannot do this as asked: {message} ({code}). Nothing was changed.")
+        return (f"{described_call(tool, dict(arguments))} was refused, so I cannot do this as asked: {message} "
+                f"({code}). Nothing was changed.")

@@ -23,8 +23,13 @@ def what_ran(outcomes: Iterable[CallOutcome]) -> str:
     return " ".join(line for outcome in outcomes if (line := _account(outcome)))
 
 
+def described_call(name: str, arguments: Mapping[str, Any]) -> str:
+    """A call as an answer names it: "reserve_stock (part_number F2, quantity 3)", never its JSON."""
+    return f"{name} ({_values(arguments)})" if arguments else name
+
+
 def _account(outcome: CallOutcome) -> str:
-    call = f"{outcome.call.name} ({_values(outcome.call.arguments)})" if outcome.call.arguments else outcome.call.name
+    call = described_call(outcome.call.name, outcome.call.arguments)
     payload = outcome.payload
     error = payload.get("error") or {}
     if outcome.status == "ok":

@@ -59,11 +59,12 @@ def record_answer(request: Request, lookups: Sequence[LookedUp]) -> str | None:
     return "\n".join(_sentence(item, request.stems - _ASKING) for item in lookups)
 
 
-def table_answer(request: Request, data: Mapping[str, Any], citation: str, label: str = "Query result") -> str | None:
+def table_answer(request: Request, data: Mapping[str, Any], citation: str, label: str = "") -> str | None:
     """The answer code writes from a query's small table result (``{"columns", "rows"}``: at most
     ``_MAX_ROWS`` rows of at most ``_MAX_COLUMNS`` columns, none truncated) for a question that asks for
-    facts: each row's columns and values exactly as returned, any name the query resolved and any
-    condition dropped from it (``sql.unsaid``). None when the question needs the model, or the result
+    facts: each row's columns in words (``heading``) and values exactly as returned ("Average weight kg:
+    8.92 [sql_query#1]."), any name the query resolved and any condition dropped from it (``sql.unsaid``),
+    under ``label`` (a listing's tool) where given. None when the question needs the model, or the result
     is empty or larger."""
     columns, rows = data.get("columns"), data.get("rows")
     if not request.wants_facts or request.asks_judgement or data.get("truncated"):
@@ -76,7 +77,8 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
         return None
     if all(cell is None for row in rows for cell in row):
         return None
-    shown = ["; ".join(f"{c} {_cell(v)}" for c, v in zip(columns, row, strict=True)) for row in rows]
+    headings = [heading(str(c)) for c in columns]
+    shown = ["; ".join(f"{h}: {_cell(v)}" for h, v in zip(headings, row, strict=True)) for row in rows]
     body = shown[0] if len(shown) == 1 else " | ".join(f"({i}) {r}" for i, r in enumerate(shown, start=1))
     resolved = data.get("resolved") or {}
     note = "".join(f" ('{k}' read as '{v}')" for k, v in resolved.items()) if isinstance(resolved, dict) else ""
@@ -84,8 +86,27 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
     if isinstance(dropped, list) and dropped:  # conditions on values nobody gave: the reader must know
         plural = "s" if len(dropped) > 1 else ""
         note += f" (without the condition{plural} nobody asked for: {'; '.join(map(str, dropped))})"
-    rows_said = "" if len(rows) == 1 else f", {len(rows)} rows"
-    return f"{label}{rows_said}{note}: {body} [{citation}]."
+    head = ", ".join(h for h in (label, "" if len(rows) == 1 else f"{len(rows)} rows") if h)
+    body = f"{head}: {body}" if head else body
+    return f"{body[:1].upper()}{body[1:]} [{citation}]{note}."
+
+
+_AGGREGATE = re.compile(r"(?i)^(sum|count|avg|min|max|total)\(\s*(?:distinct\s+)?([^()]*)\)$")
+_AGGREGATE_WORDS = {"sum": "total", "count": "number of", "avg": "average", "min": "lowest", "max": "highest",
+                    "total": "total"}
+_ROUNDED = re.compile(r"(?i)^round\((.*),\s*\d+\s*\)$")
+
+
+def heading(column: str) -> str:
+    """A result's column as words: "AVG(weight_kg)" -> "average weight kg", "COUNT(*)" -> "number of rows",
+    "ROUND(SUM(amount), 2)" -> "total amount", "total_value" -> "total value"."""
+    column = column.strip()
+    if rounded := _ROUNDED.match(column):
+        column = rounded.group(1).strip()
+    if aggregate := _AGGREGATE.match(column):
+        what = aggregate.group(2).strip().strip('"`[]') or "*"
+        column = f"{_AGGREGATE_WORDS[aggregate.group(1).lower()]} {'rows' if what in ('*', '1') else what}"
+    return " ".join(re.split(r"[_\s]+", column)).strip()
 
 
 def listing_answer(request: Request, tool: Tool, data: Mapping[str, Any], citation: str) -> str | None:
