@@ -8,7 +8,6 @@ that table too (``Place.steps``); a node runs them where its work needs them.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from toolcrib.agent import prompts
 from toolcrib.agent.answer import Answer, Citation, Finish
 from toolcrib.agent.calls import Calls
 from toolcrib.agent.evidence import says_evidence_lacks_it
-from toolcrib.agent.ran import what_ran
+from toolcrib.agent.ran import described_call, what_ran
 from toolcrib.agent.runs import PausedRun, RunRecord, RunStore
 from toolcrib.agent.state import Complete, RunnerSettings, RunState
 from toolcrib.agent.stepids import StepId
@@ -400,7 +399,7 @@ class Pause(Node):
 
     async def __call__(self, run: RunState, place: Place, flow: Flow) -> Edge:
         pending = _held(run.outcomes)
-        lines = [f"Held for approval: {o.call.name}({json.dumps(o.call.arguments, sort_keys=True)}) as proposal "
+        lines = [f"Held for approval: {described_call(o.call.name, o.call.arguments)} as proposal "
                  f"{o.proposal_id}. A person who may approve it decides (the approvals page, or `toolcrib approve "
                  f"{o.proposal_id}`); then this run {run.run_id} resumes (the page, POST /v1/runs/{run.run_id}/resume, "
                  f"or `toolcrib ask --resume {run.run_id}`)." for o in pending]

@@ -24,8 +24,9 @@ def what_ran(outcomes: Iterable[CallOutcome]) -> str:
 
 
 def described_call(name: str, arguments: Mapping[str, Any]) -> str:
-    """A call as an answer names it: "reserve_stock (part_number F2, quantity 3)", never its JSON."""
-    return f"{name} ({_values(arguments)})" if arguments else name
+    """A call as an answer names it, every argument: "reserve_stock (part_number F2, quantity 3)", never its JSON."""
+    given = ", ".join(f"{k} {_shown(v)}" for k, v in arguments.items() if v not in (None, ""))
+    return f"{name} ({given})" if given else name
 
 
 def _account(outcome: CallOutcome) -> str:
