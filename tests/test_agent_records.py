@@ -208,3 +208,15 @@ def test_an_answer_naming_a_found_record_by_its_title_gets_the_records_identifie
     assert with_identifiers("BK-101, The Art of Electronics, is in.", [found], {"book_id"})[1] == []  # named
     part = {"part_number": "PSU-4030", "name": "Bench supply module", "supplier": "Vogel Präzisionsteile GmbH"}
     assert with_identifiers("Vogel Präzisionsteile GmbH supplies it.", [part], {"part_number"})[1] == []  # not its name
+
+
+def test_a_table_answers_in_code_only_when_it_covers_every_thing_the_request_asks() -> None:
+    table = {"columns": ["total_value"], "rows": [[212500]]}
+    both = Request.parse("What is the total value of contract KC-2025-001 and how long is its delivery lead time?")
+    assert records.unanswered_asks(both, table) == ["how long is its delivery lead time?"]
+    assert records.table_answer(both, table, "sql_query#1") is None  # the model and the documents answer the rest
+    one = Request.parse("What is the total value of contract KC-2025-001?")
+    assert records.table_answer(one, table, "sql_query#1") == "Total value: 212500 [sql_query#1]."
+    counted = Request.parse("How many contracts does Lindqvist have, and what are they worth in total?")
+    assert records.table_answer(counted, {"columns": ["contract_count", "total_value"], "rows": [[4, 458200]]},
+                                "sql_query#1") == "Contract count: 4; total value: 458200 [sql_query#1]."

@@ -67,7 +67,7 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
     under ``label`` (a listing's tool) where given. None when the question needs the model, or the result
     is empty or larger."""
     columns, rows = data.get("columns"), data.get("rows")
-    if not request.wants_facts or request.asks_judgement or data.get("truncated"):
+    if not request.wants_facts or request.asks_judgement or data.get("truncated") or unanswered_asks(request, data):
         return None
     if data.get("claimed"):  # a column named for what it does not compute: not code's to state
         return None
@@ -127,6 +127,16 @@ def listing_answer(request: Request, tool: Tool, data: Mapping[str, Any], citati
              "rows": [[item.get(c) for c in columns] for item in items]}
     label = tool.name.replace("_", " ")
     return table_answer(request, table, citation, label=label[:1].upper() + label[1:])
+
+
+def unanswered_asks(request: Request, data: Mapping[str, Any]) -> list[str]:
+    """The things a request of several asks of which a result names no word, in its columns, values or what
+    it resolved ("What is the total value of contract KC-2025-001 and how long is its delivery lead time?"
+    of a table of ``total_value``): what the result does not answer."""
+    if len(request.asks) < 2:
+        return []
+    covered = stems(json.dumps(data, ensure_ascii=False, default=str).replace("_", " "))
+    return [ask for ask in request.asks if not (stems(ask) - _ASKING) & covered]
 
 
 def _cell(value: Any) -> str:
