@@ -94,6 +94,16 @@ def test_labels_used_as_blanks_are_asked_again_and_never_shipped_as_a_broken_sen
     assert answer.outcome == "answered" and answer.text == "Order AB-1001 is cancelled [order_status#1]."
 
 
+def test_an_answer_that_copies_the_briefs_line_is_asked_again_in_sentences() -> None:
+    echo = '[1] order_status(order_id="AB-1001") returned: {"found": true, "status": "cancelled"}'
+    model = ScriptedModel([LOOKUP, echo, "Order AB-1001 was cancelled on 2026-11-30 [1]."], profile=AIDED)
+    answer = _runner(model, record_answers=False).ask("Tell me about order AB-1001.", USER)
+    model.assert_complete()
+    assert answer.text == "Order AB-1001 was cancelled on 2026-11-30 [order_status#1]."
+    assert "Do not copy the evidence's lines" in model.requests[-1][0][-1].content
+    assert _rules().count(StepId.BROKEN_ANSWER) == 1
+
+
 def test_a_step_is_recorded_by_its_id_and_a_workspace_can_turn_it_off() -> None:
     model = ScriptedModel([LOOKUP], profile=AIDED)
     answer = _runner(model).ask(QUESTION, USER)

@@ -45,6 +45,9 @@ TEXT_ONLY = "Write the answer now, in plain text from the evidence above. Do not
 NO_BLANKS = """Write the values themselves (statuses, figures, dates, names) as the evidence gives them. A
 label in square brackets only says where a fact comes from: put it after the fact, never in its place."""
 
+NO_ECHO = """Answer in your own sentences. Do not copy the evidence's lines (a tool call and what it
+returned): state the values the question asks for, each followed by its label in square brackets."""
+
 NO_TEXT_ANSWER = ("I stopped before finishing: asked twice for the answer, the model replied without any text. "
                   "Nothing was changed; please ask again.")
 

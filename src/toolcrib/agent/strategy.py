@@ -14,6 +14,7 @@ as blanks) is asked for once more, then not shipped.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from datetime import date
@@ -114,6 +115,13 @@ class AidedAnswer(AnswerStrategy):
             if reply is None:
                 return self._no_text(run)
             text, blanks = brief.cited_by_id(reply.text)
+            if not blanks and attempt == 0 and _ECHO.search(reply.text):
+                # "[1] lookup_pet(pet_id="PET-202") returned: {...}": the brief's line copied, not an answer;
+                # asked once more (a second copy ships: its values are the evidence's own)
+                run.tracer.record(EventKind.EVIDENCE_RULE, "The answer copied the evidence", rule=StepId.BROKEN_ANSWER,
+                                  detail={"text": reply.text[:300], "retry": True})
+                messages = [*messages, Message("assistant", reply.text), Message("user", prompts.NO_ECHO)]
+                continue
             if not blanks:
                 return Finish(whole_sentences(text) if reply.tokens_out >= cap else text)
             # "The order [1] is currently [2] with a status of [3].": labels used as blanks leave holes
@@ -129,6 +137,9 @@ class AidedAnswer(AnswerStrategy):
         outcomes = {o.call.id: o for o in run.outcomes}
         return [replace(m, content=result_digest(outcomes[m.tool_call_id]))
                 if m.role == "tool" and m.tool_call_id in outcomes else m for m in run.messages]
+
+
+_ECHO = re.compile(r"\breturned(?: \([^)]*\))?:\s*[{\[]")  # the brief's "<call> returned: {...}" line
 
 
 def strategy_for(model: Model, settings: RunnerSettings) -> AnswerStrategy:
