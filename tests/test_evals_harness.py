@@ -314,6 +314,7 @@ def test_abstentions_and_refusals_are_read_in_the_workspaces_own_words() -> None
     ("HLV-2205 costs $52.00 [lookup_part#1].", False),
     ("I ran reserve_stock (part_number F2, quantity 3): ada approved it.", False),
     ("The total paid in November is 312,500 [sql_query#1].", False),
+    ('Order ORD-1011 is in the "awaiting_payment" status [get_order_status#1].', False),
 ])
 def test_the_dump_metric_counts_answers_that_paste_data_instead_of_saying_it(answer: str, dump: bool) -> None:
     assert reads_as_dump(answer) is dump

@@ -26,9 +26,9 @@ METRICS: tuple[tuple[str, str], ...] = (
 )
 
 # pasted data: a JSON object, a tool's "returned:" echo, a stored field's name before its value ("price_usd
-# 52.0"; a tool or argument name alone, "reserve_stock (part_number F2", is not), a query's column heading
-# ("SUM(amount) 312500") or a figure in brackets ("[1040.0] pounds")
-_DUMP = re.compile(r'[{\[]\s*"[^"\n]+"\s*:|\breturned:\s*[{\[]|\b[a-z]+(?:_[a-z0-9]+)+\b\s*[:=]?\s*["\d$£€]'
+# 52.0"; a tool or argument name alone, "reserve_stock (part_number F2", or a quoted value is not), a query's
+# column heading ("SUM(amount) 312500") or a figure in brackets ("[1040.0] pounds")
+_DUMP = re.compile(r'[{\[]\s*"[^"\n]+"\s*:|\breturned:\s*[{\[]|(?<!["\x27])\b[a-z]+(?:_[a-z0-9]+)+\b\s*[:=]?\s*["\d$£€]'
                    r'|\b(?:SUM|COUNT|AVG|MIN|MAX|TOTAL)\([^)]*\)\s*[:=]?\s*\d|\[\d[\d,]*\.\d+\]|\[\d{3,}\]')
 
 
