@@ -24,7 +24,7 @@ def what_ran(outcomes: Iterable[CallOutcome]) -> str:
 
 
 def described_call(name: str, arguments: Mapping[str, Any]) -> str:
-    """A call as an answer names it, every argument: "reserve_stock (part_number F2, quantity 3)", never its JSON."""
+    """A call as an answer names it, every argument: "book_room (room 4, nights 2)", never its JSON."""
     given = ", ".join(f"{k} {_shown(v)}" for k, v in arguments.items() if v not in (None, ""))
     return f"{name} ({given})" if given else name
 

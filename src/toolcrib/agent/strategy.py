@@ -116,7 +116,7 @@ class AidedAnswer(AnswerStrategy):
                 return self._no_text(run)
             text, blanks = brief.cited_by_id(reply.text)
             if not blanks and attempt == 0 and _ECHO.search(reply.text):
-                # "[1] lookup_pet(pet_id="PET-202") returned: {...}": the brief's line copied, not an answer;
+                # "[1] get_invoice(invoice_id="INV-7") returned: {...}": the brief's line copied, not an answer;
                 # asked once more (a second copy ships: its values are the evidence's own)
                 run.tracer.record(EventKind.EVIDENCE_RULE, "The answer copied the evidence", rule=StepId.BROKEN_ANSWER,
                                   detail={"text": reply.text[:300], "retry": True})

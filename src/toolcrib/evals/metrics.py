@@ -25,16 +25,16 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("dump_rate", "answers that paste data instead of saying it (raw JSON, a tool's echo, stored field names)"),
 )
 
-# pasted data: a JSON object, a tool's "returned:" echo, a stored field's name before its value ("price_usd
-# 52.0"; a tool or argument name alone, "reserve_stock (part_number F2", or a quoted value is not), a query's
+# pasted data: a JSON object, a tool's "returned:" echo, a stored field's name before its value ("unit_price
+# 52.0"; a tool or argument name alone, "book_room (room_number 4", or a quoted value is not), a query's
 # column heading ("SUM(amount) 312500") or a figure in brackets ("[1040.0] pounds")
 _DUMP = re.compile(r'[{\[]\s*"[^"\n]+"\s*:|\breturned:\s*[{\[]|(?<!["\x27])\b[a-z]+(?:_[a-z0-9]+)+\b\s*[:=]?\s*["\d$£€]'
                    r'|\b(?:SUM|COUNT|AVG|MIN|MAX|TOTAL)\([^)]*\)\s*[:=]?\s*\d|\[\d[\d,]*\.\d+\]|\[\d{3,}\]')
 
 
 def reads_as_dump(answer: str) -> bool:
-    """Whether ``answer`` pastes data instead of saying it (issue 52: "Part HLV-2205: name High-voltage lead;
-    price_usd 52.0; ...", the whole ``lookup_pet(...) returned: {...}``)."""
+    """Whether ``answer`` pastes data instead of saying it ("Item A-1: name Widget; unit_price 52.0; ...",
+    the whole ``get_record(...) returned: {...}``)."""
     return bool(_DUMP.search(answer))
 
 
