@@ -17,7 +17,7 @@ from toolcrib.retrieval.citations import Citation, check_citations
 from toolcrib.retrieval.evidence import CitedPassage, Conflict, Evidence, VersionChoice, version_doc
 from toolcrib.retrieval.excerpt import key_sentence
 from toolcrib.sql.values import Link, ValueIndex
-from toolcrib.text import SENTENCES, content_words, spaced
+from toolcrib.text import SENTENCES, content_words, spaced, stems
 from toolcrib.tools.result import CallOutcome
 from toolcrib.websearch.results import WebResults
 
@@ -272,7 +272,7 @@ class EvidenceLedger:
         asked = request.stated
         everything = "\n".join(self._shown(cid) for cid in self.texts)  # a passage's header is evidence too
         held = {cid: Facts.of(self._shown(cid), evidence=True) for cid in self.texts}  # read once per answer
-        words = wording.stems_of([everything, request.text, *(link.describe() for link in links)])
+        words = stems("\n".join([everything, request.text, *(link.describe() for link in links)]))
         amounts = {cid: set(arithmetic.figures(self._shown(cid))) for cid in self.texts}  # what operations take
         given = set(arithmetic.figures(request.text))
         sourced = Facts.joined(held.values()).figures | given

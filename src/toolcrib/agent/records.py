@@ -131,12 +131,17 @@ def listing_answer(request: Request, tool: Tool, data: Mapping[str, Any], citati
 
 def unanswered_asks(request: Request, data: Mapping[str, Any]) -> list[str]:
     """The things a request of several asks of which a result names no word, in its columns, values or what
-    it resolved ("What is the total value of contract KC-2025-001 and how long is its delivery lead time?"
-    of a table of ``total_value``): what the result does not answer."""
+    it resolved ("What is the total of invoice INV-7 and when is it due?" of a table of ``total``): what the
+    result does not answer."""
     if len(request.asks) < 2:
         return []
-    covered = stems(json.dumps(data, ensure_ascii=False, default=str).replace("_", " "))
+    covered = _words_of(data)
     return [ask for ask in request.asks if not (stems(ask) - _ASKING) & covered]
+
+
+def _words_of(record: Any) -> set[str]:
+    """The stems of a record's field names and values ("total_value" is "total" and "value")."""
+    return stems(json.dumps(record, ensure_ascii=False, default=str).replace("_", " "))
 
 
 def _cell(value: Any) -> str:
@@ -162,8 +167,7 @@ def unanswered_words(asked: Set[str], lookups: Sequence[LookedUp]) -> set[str]:
     for item in lookups:
         if isinstance(item.record, Mapping) and item.record.get("found") is False:
             continue
-        text = json.dumps(item.record, ensure_ascii=False, default=str).replace("_", " ")
-        covered |= stems(f"{item.tool.name.replace('_', ' ')} {item.tool.description} {text}")
+        covered |= stems(f"{item.tool.name.replace('_', ' ')} {item.tool.description}") | _words_of(item.record)
     return set(asked) - _ASKING - covered
 
 
