@@ -117,6 +117,33 @@ def test_a_step_is_recorded_by_its_id_and_a_workspace_can_turn_it_off() -> None:
     assert StepId.RECORD_ANSWER not in _rules() and answer.text == "AB-1001 was cancelled [order_status#1]."
 
 
+SELECTING = ModelProfile(answer="aided", structured_reply=True)  # a workspace that turns the selection on
+
+
+def test_a_model_that_writes_under_a_schema_picks_the_evidence_and_code_writes_the_answer() -> None:
+    picked = json.dumps({"answer": ["status: cancelled", "cancelled_on: 2026-11-30"], "verdict": "neither",
+                         "compute": "none"})
+    model = ScriptedModel([LOOKUP, picked], profile=SELECTING)
+    answer = _runner(model, record_answers=False).ask(QUESTION, USER)
+    model.assert_complete()
+    assert answer.text == "Order AB-1001: status: cancelled; cancelled on: 2026-11-30 [order_status#1]."
+    assert StepId.SELECTED_ANSWER in _rules()
+    ask = model.requests[-1][0]
+    assert "  status: cancelled" in ask[-2].content and "copied exactly" in ask[-1].content
+
+
+def test_a_selection_that_picks_nothing_is_answered_in_writing_and_a_workspace_can_turn_selection_off() -> None:
+    nothing = json.dumps({"answer": [], "verdict": "neither", "compute": "none"})
+    model = ScriptedModel([LOOKUP, nothing, "AB-1001 was cancelled [1]."], profile=SELECTING)
+    answer = _runner(model, record_answers=False).ask(QUESTION, USER)
+    model.assert_complete()
+    assert answer.text == "AB-1001 was cancelled [order_status#1]."
+    model = ScriptedModel([LOOKUP, "AB-1001 was cancelled [1]."], profile=SELECTING)
+    answer = _runner(model, record_answers=False, steps_off=frozenset({StepId.SELECTED_ANSWER})).ask(QUESTION, USER)
+    model.assert_complete()
+    assert answer.text == "AB-1001 was cancelled [order_status#1]." and StepId.SELECTED_ANSWER not in _rules()
+
+
 # -- hosted backends over their real protocols (fake servers on loopback) ---------------------------------
 
 def _chat(server: FakeAPIServer) -> Model:

@@ -374,3 +374,30 @@ def test_the_prompt_cache_can_be_turned_off(tmp_path: Path) -> None:
     reply = complete(model, _after_lookup("")[:2], TOOLS)
     assert _only_call(reply.tool_calls).name == "get_order_status"
     assert model._disk_cache(model._load()[0]) is None
+
+
+@pytest.mark.slow
+def test_a_reply_under_a_selection_schema_copies_only_the_evidence_s_lines_and_code_writes_the_answer(
+        model: LocalModel) -> None:
+    """The aided answer as the embedded model gives it: it picks the lines that answer a record question,
+    and the answer code writes from them states each value once, exactly as the record holds it, cited."""
+    from toolcrib.agent import prompts
+    from toolcrib.agent.evidence import EvidenceLedger
+    from toolcrib.agent.selection import unit_brief
+    from toolcrib.tools.result import CallOutcome
+
+    record = {"order_id": "ORD-1001", "status": "shipped", "carrier": "DHL", "eta": "2026-11-20",
+              "customer": "Juniper Labs", "total_usd": 412.5}
+    outcome = CallOutcome(ToolCall("c1", "get_order_status", {"order_id": "ORD-1001"}), "ok",
+                          {"ok": True, "data": record})
+    ledger = EvidenceLedger()
+    ledger.add(outcome)
+    brief = unit_brief(ledger, [outcome])
+    question = "Which carrier has order ORD-1001 and when is it due?"
+    reply = complete(model, [Message("user", prompts.EVIDENCE.format(evidence=brief.text)),
+                             Message("user", prompts.SELECT.format(question=question, today=""))],
+                     max_tokens=64, reply_schema=brief.schema())
+    assert set(json.loads(reply.text)["answer"]) <= set(brief.units)  # nothing but the evidence's lines
+    text = brief.compose(reply.text, question)
+    assert text is not None and "DHL" in text and "2026-11-20" in text and text.count("DHL") == 1
+    assert text.endswith("[get_order_status#1].") and "{" not in text

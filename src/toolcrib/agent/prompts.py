@@ -27,6 +27,13 @@ written exactly as the evidence writes them.
 Evidence ids you may cite: {ids}. Cite them in square brackets, as [1]. If the evidence does not answer
 the question, say so plainly instead of guessing."""
 
+SELECT = """Now choose the evidence lines that answer the question: {question}
+{today}
+Reply in JSON. "answer": every line above the answer needs, each copied exactly and only once: for each
+thing the question asks, the line that states it; [] if no line does. "verdict": "yes" or "no" when the question asks
+yes or no, else "neither". "compute": when the answer is a figure no line states (a total, a difference,
+a discounted price), the operation over the figures of the lines chosen; else "none"."""
+
 EVERY_ASK = "The question asks {count} things: {asks}. Answer every one of them."
 
 FOR_EACH = "The question asks about each of: {names}. Answer for each of them in turn, from its own evidence."

@@ -25,7 +25,7 @@ from toolcrib.tools.tool import Tool
 
 # Words that ask, point or hedge without naming anything a record must hold; a count the request gives
 # ("three filters") is its own figure.
-_ASKING = stems(
+ASKING = stems(
     "what which who whom where when how much many long soon old is are was were the a an of for to in on at by "
     "do does did we our my i you your it its they their there this that these those has have had be been can "
     "could would will please tell me us about currently current now today right still exactly there any all "
@@ -56,7 +56,7 @@ def record_answer(request: Request, lookups: Sequence[LookedUp]) -> str | None:
         return None
     if _asks_beyond(request, lookups):
         return None
-    return "\n".join(_sentence(item, request.stems - _ASKING) for item in lookups)
+    return "\n".join(_sentence(item, request.stems - ASKING) for item in lookups)
 
 
 def table_answer(request: Request, data: Mapping[str, Any], citation: str, label: str = "") -> str | None:
@@ -136,7 +136,7 @@ def unanswered_asks(request: Request, data: Mapping[str, Any]) -> list[str]:
     if len(request.asks) < 2:
         return []
     covered = _words_of(data)
-    return [ask for ask in request.asks if not (stems(ask) - _ASKING) & covered]
+    return [ask for ask in request.asks if not (stems(ask) - ASKING) & covered]
 
 
 def _words_of(record: Any) -> set[str]:
@@ -155,7 +155,7 @@ def _cell(value: Any) -> str:
 def _asks_beyond(request: Request, lookups: Sequence[LookedUp]) -> bool:
     """Whether ``request`` asks for more than ``lookups`` hold: a word none covers (one is let pass in a
     request of three or more content words: a word of its own phrasing)."""
-    asked = request.stems - _ASKING
+    asked = request.stems - ASKING
     return len(unanswered_words(request.stems, lookups)) > (1 if len(asked) >= 3 else 0)
 
 
@@ -168,7 +168,7 @@ def unanswered_words(asked: Set[str], lookups: Sequence[LookedUp]) -> set[str]:
         if isinstance(item.record, Mapping) and item.record.get("found") is False:
             continue
         covered |= stems(f"{item.tool.name.replace('_', ' ')} {item.tool.description}") | _words_of(item.record)
-    return set(asked) - _ASKING - covered
+    return set(asked) - ASKING - covered
 
 
 def as_computed(data: Mapping[str, Any]) -> dict[str, Any]:

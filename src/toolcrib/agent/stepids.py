@@ -28,6 +28,7 @@ class StepId(StrEnum):
     ROUND_LIMIT_ANSWER = "round_limit_answer"  # loop mode: out of rounds with evidence, answered from it
     TEXT_RETRY = "text_retry"  # a reply that was not text where an answer was needed: asked once more
     BROKEN_ANSWER = "broken_answer"  # an answer with holes or nothing the evidence holds: not shipped
+    SELECTED_ANSWER = "selected_answer"  # a small model picks the evidence that answers; code writes the answer
     NAMED_IDENTIFIERS = "named_identifiers"  # a record the answer names gets its identifier
     WHAT_RAN = "what_ran"  # a resumed run's answer starts with what became of the approved calls
     CAPABILITIES_NOTE = "capabilities_note"  # the answer says which asked-for tools the user may not use

@@ -25,6 +25,7 @@ from toolcrib.agent.answer import Finish
 from toolcrib.agent.brief import evidence_brief, result_digest
 from toolcrib.agent.evidence import whole_sentences
 from toolcrib.agent.quotes import compared
+from toolcrib.agent.selection import unit_brief
 from toolcrib.agent.state import Complete, RunnerSettings, RunState
 from toolcrib.agent.stepids import StepId
 from toolcrib.agent.today import today_line
@@ -90,7 +91,14 @@ class AidedAnswer(AnswerStrategy):
 
     aided = True
 
+    def __init__(self, settings: RunnerSettings, *, select: bool = False) -> None:
+        super().__init__(settings)
+        self.select = select  # the model writes a selection under a grammar, code the answer (``agent.selection``)
+
     async def answer(self, run: RunState, complete: Complete) -> Finish:
+        if (self.select and StepId.SELECTED_ANSWER not in self.settings.steps_off
+                and (selected := await self._selection(run, complete)) is not None):
+            return selected
         brief = evidence_brief(run.evidence, run.outcomes)
         ids = ", ".join(brief.labels.values()) or "none"
         # what each version of a conflicting document says is quoted by code under the answer (the
@@ -130,6 +138,25 @@ class AidedAnswer(AnswerStrategy):
             messages = [*messages, Message("assistant", reply.text), Message("user", prompts.NO_BLANKS)]
         return Finish(prompts.BROKEN_ANSWER, outcome="limit", code_wrote=True)
 
+    async def _selection(self, run: RunState, complete: Complete) -> Finish | None:
+        """The answer code writes from the units of the evidence the model picks (``agent.selection``);
+        None, for the written answer instead, when the evidence has no unit to pick or the reply picks none."""
+        brief = unit_brief(run.evidence, run.outcomes)
+        if not brief.units:
+            return None
+        ask = prompts.SELECT.format(question=run.question, today=today_line(run.request, date.today()))
+        messages = [m for m in run.messages if m.role == "system"] + [
+            Message("user", prompts.EVIDENCE.format(evidence=brief.text)), Message("user", ask)]
+        settings = self.settings
+        cap = min(settings.max_tokens, settings.answer_max_tokens + _SELECTION_TOKENS)
+        reply = await complete(run, None, decided_by="code", title="Ask which evidence answers", messages=messages,
+                               max_tokens=cap, reply_schema=brief.schema())
+        composed = brief.compose(reply.text, run.question)
+        run.tracer.record(EventKind.EVIDENCE_RULE, "Answer written from the evidence picked",
+                          rule=StepId.SELECTED_ANSWER,
+                          detail={"selection": reply.text[:300], "written": composed is not None})
+        return None if composed is None else Finish(composed)
+
     def decision_messages(self, run: RunState) -> list[Message]:
         """The run's conversation with each tool result as its digest (``result_digest``): a round only
         decides what to look up next, and the answer is written from the brief (demo set, loop mode: a round
@@ -139,6 +166,7 @@ class AidedAnswer(AnswerStrategy):
                 if m.role == "tool" and m.tool_call_id in outcomes else m for m in run.messages]
 
 
+_SELECTION_TOKENS = 24  # over the written answer's cap: the reply's JSON, verdict and operation
 _ECHO = re.compile(r"\breturned(?: \([^)]*\))?:\s*[{\[]")  # the brief's "<call> returned: {...}" line
 
 
@@ -148,8 +176,8 @@ def strategy_for(model: Model, settings: RunnerSettings) -> AnswerStrategy:
     profile = model.profile
     if not profile.aided:
         return NativeAnswer(settings)
-    if profile.answer_tokens_per_ask is None and profile.answer_max_tokens is None:
-        return AidedAnswer(settings)
-    return AidedAnswer(replace(
-        settings, answer_tokens_per_ask=profile.answer_tokens_per_ask or settings.answer_tokens_per_ask,
-        answer_max_tokens=profile.answer_max_tokens or settings.answer_max_tokens))
+    if profile.answer_tokens_per_ask is not None or profile.answer_max_tokens is not None:
+        settings = replace(
+            settings, answer_tokens_per_ask=profile.answer_tokens_per_ask or settings.answer_tokens_per_ask,
+            answer_max_tokens=profile.answer_max_tokens or settings.answer_max_tokens)
+    return AidedAnswer(settings, select=profile.structured_reply)

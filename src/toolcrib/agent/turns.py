@@ -22,14 +22,15 @@ class ModelTurns:
     async def __call__(self, run: RunState, specs: list[ToolSpec] | None, *, decided_by: DecidedBy, title: str,
                        tool_choice: Literal["auto", "none", "required"] = "auto",
                        messages: list[Message] | None = None, max_tokens: int | None = None,
-                       decision_only: bool = False) -> Completion:
-        """Ask the model (``decision_only``: for calls, or for nothing more and no text, where it can say so)."""
+                       decision_only: bool = False, reply_schema: str | None = None) -> Completion:
+        """Ask the model (``decision_only``: for calls, or for nothing more and no text, where it can say so;
+        ``reply_schema``: for a reply under that JSON Schema, where it can write one)."""
         model = self.model
         if self._scoped:  # a provider that reads documents reads only the principal's
             model = cast(ReaderScoped, model).for_reader(sorted(run.principal.groups))
         messages = run.messages if messages is None else messages
         asked = ModelSettings(tool_choice=tool_choice, max_tokens=max_tokens,
-                              decision_only=decision_only and bool(specs))
+                              decision_only=decision_only and bool(specs), reply_schema=reply_schema)
         reply = await model.complete(messages, specs or None, self.run_settings.resolve(asked))
         run.tokens_in += reply.tokens_in
         run.tokens_out += reply.tokens_out

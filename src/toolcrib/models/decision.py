@@ -16,7 +16,7 @@ from typing import Any
 from toolcrib.errors import ConfigError
 from toolcrib.models.base import ToolCall, ToolSpec
 
-__all__ = ["MAX_CALLS", "decision_schema_text", "grammar", "inline_refs", "parse_decision"]
+__all__ = ["MAX_CALLS", "decision_schema_text", "grammar", "inline_refs", "parse_decision", "reply_grammar"]
 
 MAX_CALLS = 8  # calls in one decision; the runner decides how many of them run
 # Keywords llama.cpp's JSON-Schema-to-grammar converter understands; anything else is dropped from
@@ -190,6 +190,18 @@ def grammar(schema_text: str) -> Any:
             f"a tool's parameter schema cannot be turned into a grammar for the local model: {exc}",
             key="tools",
         ) from exc
+
+
+@lru_cache(maxsize=64)
+def reply_grammar(schema_text: str) -> Any:
+    """The llama.cpp grammar of a reply written under ``schema_text`` (a JSON Schema), built once per schema."""
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+    try:
+        return LlamaGrammar.from_string(json_schema_to_gbnf(schema_text), verbose=False)
+    except Exception as exc:
+        raise ConfigError(f"a reply schema cannot be turned into a grammar for the local model: {exc}",
+                          key="model") from exc
 
 
 # --- parsing --------------------------------------------------------------------------------------

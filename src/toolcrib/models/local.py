@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from toolcrib.errors import ConfigError, LimitExceeded, ModelUnavailable
 from toolcrib.models.base import Completion, Message, ModelProfile, ModelSettings, SyncModel, ToolSpec
-from toolcrib.models.decision import decision_schema_text, grammar, inline_refs, parse_decision
+from toolcrib.models.decision import decision_schema_text, grammar, inline_refs, parse_decision, reply_grammar
 from toolcrib.models.prompt_cache import PromptCache
 from toolcrib.models.weights import MODEL_FILENAME, MODEL_SHA256, ProgressCallback, cache_dir, ensure_model_file
 
@@ -115,6 +115,8 @@ class LocalModel(SyncModel):
     A reply holds the thread for seconds of CPU: ``complete`` runs it in a worker thread (``SyncModel``).
     Any GGUF it runs gets the aided answer path (``local:PATH.gguf`` is a small model on a CPU too)."""
 
+    # it honours ``reply_schema``, but the selection answer stays opt-in (``[model.profile] structured_reply``):
+    # on the held-out check sets it answered where the written answer abstains (docs/concepts/evidence.md)
     profile = ModelProfile(answer="aided", parallel_calls=True, strict_schemas=True, prompt_format="json_list")
     blocking = True
     name = DEFAULT_NAME
@@ -185,6 +187,8 @@ class LocalModel(SyncModel):
         }
         if offered:
             kwargs["grammar"] = grammar(decision_schema_text(offered, required, not settings.decision_only))
+        elif settings.reply_schema:
+            kwargs["grammar"] = reply_grammar(settings.reply_schema)
         started = time.perf_counter()
         try:
             with engine.lock:

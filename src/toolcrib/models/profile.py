@@ -41,6 +41,10 @@ class ModelProfile:
     answer_tokens_per_ask: int | None = None
     answer_max_tokens: int | None = None
     hosted_tools: tuple[str, ...] = ()  # tools the provider runs itself, by workspace configuration
+    # the aided answer is asked as a selection of the evidence's lines under a JSON Schema's grammar
+    # (``ModelSettings.reply_schema``, which the embedded backend honours) and written out by code
+    # (``agent.selection``); off by default (measured in docs/concepts/evidence.md)
+    structured_reply: bool = False
 
     @property
     def aided(self) -> bool:

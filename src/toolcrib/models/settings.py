@@ -29,6 +29,9 @@ class ModelSettings:
     temperature: float | None = None
     tool_choice: ToolChoice | None = None
     decision_only: bool | None = None
+    # a reply with no tools offered, written under this JSON Schema (a backend whose profile has
+    # ``structured_reply``; any other ignores it and the caller reads its text as it comes)
+    reply_schema: str | None = None
 
     def resolve(self, *later: ModelSettings | None) -> ModelSettings:
         """These settings with each of ``later``'s set values over them, in order (workspace -> run -> call)."""
