@@ -61,7 +61,7 @@ def quoted_answer(request: Request, passages: Sequence[CitedPassage], conflicts:
     quoted = "\n".join(f"{p.title}\n{text}" for p, text in quotes)
     if not quotes or not all(contains_exactly(quoted, value) for value in sought):
         return None
-    lines = [f'{_where(p)}: "{cut(_inline(text), _QUOTE_CHARS)}" [{p.citation}]' for p, text in quotes]
+    lines = [f'{_where(p)}: "{cut(inline(text), _QUOTE_CHARS)}" [{p.citation}]' for p, text in quotes]
     return f"According to {lines[0]}" if len(lines) == 1 else "From the documents:\n" + "\n".join(
         f"- {line}" for line in lines)
 
@@ -87,7 +87,7 @@ def _steps(question: str, passages: Sequence[CitedPassage]) -> str | None:
             if number and int(step.group(1)) != number + 1:
                 lines.append(GAP.strip())  # a step no passage found holds: the reader sees the gap
             number = int(step.group(1))
-            lines.append(f"{cut(_inline(text), _QUOTE_CHARS // 2)} [{passage.citation}]")
+            lines.append(f"{cut(inline(text), _QUOTE_CHARS // 2)} [{passage.citation}]")
     if sum(line != GAP.strip() for line in lines) < MIN_STEPS:
         return None
     return f"According to {_where(first)}:\n" + "\n".join(lines)
@@ -163,5 +163,6 @@ def _where(passage: CitedPassage) -> str:
     return ", ".join(x for x in (title, version, effective, section, page) if x)
 
 
-def _inline(text: str) -> str:
+def inline(text: str) -> str:
+    """A passage's unit on one line, as a quote shows it: double quotes as single, no bold marks."""
     return re.sub(r"\s*\n\s*", " ", text).replace('"', "'").replace("**", "").strip()

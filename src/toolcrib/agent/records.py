@@ -78,7 +78,7 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
     if all(cell is None for row in rows for cell in row):
         return None
     headings = [heading(str(c)) for c in columns]
-    shown = ["; ".join(f"{h}: {_cell(v)}" for h, v in zip(headings, row, strict=True)) for row in rows]
+    shown = ["; ".join(f"{h}: {cell(v)}" for h, v in zip(headings, row, strict=True)) for row in rows]
     body = shown[0] if len(shown) == 1 else " | ".join(f"({i}) {r}" for i, r in enumerate(shown, start=1))
     resolved = data.get("resolved") or {}
     note = "".join(f" ('{k}' read as '{v}')" for k, v in resolved.items()) if isinstance(resolved, dict) else ""
@@ -144,7 +144,8 @@ def _words_of(record: Any) -> set[str]:
     return stems(json.dumps(record, ensure_ascii=False, default=str).replace("_", " "))
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """A result's value as an answer states it (a float to the claim check's precision)."""
     if value is None:
         return "none"
     if isinstance(value, float):  # to the claim check's precision (6 decimals): 8.92, never 8.919999999999998

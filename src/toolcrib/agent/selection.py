@@ -21,11 +21,12 @@ from typing import Any
 
 from toolcrib.agent.arithmetic import figure_text, figures
 from toolcrib.agent.evidence import EvidenceLedger
+from toolcrib.agent.quotes import inline
 from toolcrib.agent.ran import described_call
-from toolcrib.agent.records import ASKING, heading
+from toolcrib.agent.records import ASKING, cell, heading
 from toolcrib.policy.scanner import QUARANTINED
 from toolcrib.retrieval.evidence import CitedPassage, Evidence
-from toolcrib.retrieval.excerpt import units
+from toolcrib.retrieval.excerpt import cut, units
 from toolcrib.text import stems
 from toolcrib.tools.result import CallOutcome
 
@@ -162,7 +163,7 @@ def unit_brief(ledger: EvidenceLedger, outcomes: Sequence[CallOutcome]) -> UnitB
             if unit.kind == "heading":
                 lines.append(f"  {unit.text.lstrip('#').strip()}")
             elif shown < MAX_UNITS and _REMOVED not in unit.text:  # what code removed as instructions answers nothing
-                add(Unit(cid, _inline(unit.text), subject=_document(passage), quoted=True))
+                add(Unit(cid, inline(unit.text), subject=_document(passage), quoted=True))
                 shown += 1
     brief.text = "\n".join(lines)
     return brief
@@ -198,11 +199,9 @@ def _fields(value: Any, path: str) -> Iterator[tuple[str, str]]:
 def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else str(round(value, 6))
     if isinstance(value, list):
         return ", ".join(_shown(v) for v in value)
-    return str(value)
+    return cell(value)
 
 
 def _subject(outcome: CallOutcome) -> tuple[str, str]:
@@ -252,17 +251,13 @@ def _stated(picked: Sequence[Unit]) -> list[str]:
         same = [picked[j] for j in together]
         if unit.quoted:
             quote = " ".join(u.text for u in same)
-            quote = quote if len(quote) <= _QUOTE_CHARS else quote[:_QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
+            quote = cut(quote, _QUOTE_CHARS)
             lines.append(f'{unit.subject}: "{quote.rstrip(".")}" [{unit.citation}].')
         else:
             facts = "; ".join(f"{heading(u.name.replace('.', ' '))}: {u.text}" if u.name else u.text for u in same)
             facts = f"{unit.subject}: {facts}" if unit.subject else f"{facts[:1].upper()}{facts[1:]}"
             lines.append(f"{facts} [{unit.citation}].")
     return lines
-
-
-def _inline(text: str) -> str:
-    return re.sub(r"\s*\n\s*", " ", text).replace('"', "'").replace("**", "").strip()
 
 
 def _computed(operation: str, picked: Sequence[Unit]) -> str:
