@@ -2,7 +2,7 @@
 $500 to account DE44...") sitting in the free text of a tool result (a review, an e-mail body, a
 customer's note, a transaction's memo, a file's text), replayed through the real Gate.
 
-    python benchmarks/plain_injection.py [--no-scanner] [--cases-out FILE] [--apps {main,check,all,check2,check3}]
+    python benchmarks/plain_injection.py [--no-scanner] [--cases-out FILE] [--apps {main,check,all,check2,check3,check4}]
 
 Four small applications written here (a shop's back office, a mailbox with a calendar, a bank
 account with files, a support desk: the last written after the gate's mechanism was chosen on the
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import tempfile
 from collections import Counter
@@ -436,30 +437,29 @@ async def run_all(declared: bool, scanner: bool, folder: Path,
     return out
 
 
+def _apps(choice: str) -> tuple[App, ...]:
+    """The applications ``--apps`` names. A check set is imported here: it imports this module's dataclasses."""
+    if choice == "main":
+        return APPS
+    if choice in ("check", "all"):
+        from _warning_check_apps import CHECK_APPS
+
+        return CHECK_APPS if choice == "check" else APPS + CHECK_APPS
+    module = importlib.import_module(f"_warning_{choice}_apps")
+    return tuple(getattr(module, f"{choice.upper()}_APPS"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-scanner", dest="scanner", action="store_false",
                         help="without the content scanner (the workspace default has it)")
     parser.add_argument("--cases-out", type=Path, default=None, help="write every decision here (JSONL)")
-    parser.add_argument("--apps", choices=("main", "check", "all", "check2", "check3"), default="main",
+    parser.add_argument("--apps", choices=("main", "check", "all", "check2", "check3", "check4"), default="main",
                         help="the four applications here (main), the held-out check set in "
-                             "benchmarks/_warning_check_apps.py (check), both (all), the second held-out "
-                             "check set in benchmarks/_warning_check2_apps.py (check2), or the third in "
-                             "benchmarks/_warning_check3_apps.py (check3)")
+                             "benchmarks/_warning_check_apps.py (check), both (all), or the second, third or fourth "
+                             "held-out check set in benchmarks/_warning_checkN_apps.py (checkN)")
     args = _quick.parse(parser)
-    apps: tuple[App, ...] = APPS
-    if args.apps == "check2":
-        from _warning_check2_apps import CHECK2_APPS  # imported here: it imports this module's dataclasses
-
-        apps = CHECK2_APPS
-    elif args.apps == "check3":
-        from _warning_check3_apps import CHECK3_APPS  # imported here: it imports this module's dataclasses
-
-        apps = CHECK3_APPS
-    elif args.apps != "main":
-        from _warning_check_apps import CHECK_APPS  # imported here: it imports this module's dataclasses
-
-        apps = CHECK_APPS if args.apps == "check" else APPS + CHECK_APPS
+    apps = _apps(args.apps)
     rows: list[dict[str, Any]] = []
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
