@@ -99,9 +99,9 @@ class ToolsSection(_Section):
     # Per tool, the fields of its results that hold content others wrote (a message's body, a
     # transaction's subject); the rest of its results is then the system's own record.
     untrusted_fields: dict[str, list[str]] = Field(default_factory=dict)
-    # A WRITE/ACTUATE the request did not ask for, proposed after untrusted content was read (and, for
-    # a tool without intent words, content others wrote speaks of it): "off", held with a warning
-    # ("warn"), or refused ("refuse").
+    # A WRITE/ACTUATE the request did not ask for (no clause of it asks for a change that fits this write
+    # best, or, with intent words, none of them is in it), proposed after untrusted content was read:
+    # "off", held with a warning ("warn"), or refused ("refuse").
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
     # A date in a call's arguments that neither the request states nor a result holds: re-grounded to the
     # request's date it stands for, or refused with the dates that would be accepted; a lookup's optional

@@ -23,7 +23,7 @@ from toolcrib.text import stem
 # in several groups means ("send" a message or money). A word may sit in more than one group. Only
 # actions that change something: reading verbs (get, read, find, check, show) never ask for a write.
 _GROUPS: tuple[str, ...] = (
-    "send email mail message text sms reply respond answer forward tell notify inform contact dm ping"
+    "send email mail message text sms reply respond answer forward tell notify inform contact dm ping post"
     " | email mail message messages text sms dm chat note letter inbox",
     "pay transfer wire remit send settle | money funds payment transaction amount cash bill invoice",
     "refund reimburse repay | refund money payment",
@@ -32,7 +32,7 @@ _GROUPS: tuple[str, ...] = (
     "update change modify edit set adjust correct fix rename replace reset configure switch turn toggle"
     " enable disable rotate upgrade reschedule move manage",
     "schedule book reserve reschedule plan arrange postpone | event meeting appointment booking reservation",
-    "cancel stop abort terminate revoke void unsubscribe end",
+    "cancel stop abort terminate revoke void unsubscribe end pause suspend halt freeze",
     "grant give share allow invite authorize permit add assign hand | access permission role admin guest user",
     "buy purchase order rent subscribe | item product order",
     "sell trade exchange liquidate",
@@ -58,7 +58,8 @@ _NOUNS_TOO = frozenset({"email", "mail", "message", "text", "sms", "dm", "ping",
                         "switch", "turn", "reset", "fix", "change", "update", "draft", "new", "start", "run",
                         "like", "answer", "reply", "contact", "record", "file", "backup", "sync", "copy", "share",
                         "drop", "clear", "open", "close", "lock", "drive", "visit", "exchange", "trade", "rent",
-                        "note"})
+                        "note", "refund", "invite", "schedule", "return", "purchase", "upload", "download",
+                        "export", "import", "release", "freeze"})
 # Verbs the lexicon does not hold that take a derived noun for what is done ("place an order", "issue a refund").
 _LIGHT_UNKNOWN = frozenset({"place", "issue", "process", "initiate", "complete", "do", "request", "arrange"})
 _DETERMINERS = frozenset({"a", "an", "the", "my", "our", "this", "that", "its", "their", "his", "her", "your", "new"})
@@ -89,7 +90,8 @@ _PHRASES = (
     ("power off", "switch"), ("power on", "switch"), ("power down", "switch"), ("call off", "cancel"),
     ("back out", "cancel"), ("drop off", "deliver"), ("move up", "reschedule"), ("push back", "postpone"),
     ("bring forward", "reschedule"), ("pencil in", "schedule"), ("book in", "book"), ("sign off", "approve"),
-    ("hook up", "connect"), ("cut off", "revoke"), ("lock out", "revoke"))
+    ("hook up", "connect"), ("cut off", "revoke"), ("lock out", "revoke"), ("put on hold", "pause"),
+    ("turn away", "reject"), ("give back", "refund"))
 
 
 def _phrasal_table() -> dict[str, tuple[tuple[tuple[str, ...], str], ...]]:
@@ -206,6 +208,12 @@ def synonyms(verb: str, nouns: frozenset[str] = frozenset()) -> frozenset[str]:
     return frozenset({verb}.union(*(verbs for verbs, _ in groups)))
 
 
+@lru_cache(maxsize=1024)
+def kinds(verb: str) -> frozenset[str]:
+    """What the lexicon's groups holding ``verb`` act on ("pay": money, funds, bill, invoice, ...)."""
+    return frozenset().union(*(nouns for verbs, nouns in _PARSED if verb in verbs))
+
+
 def asks_for(text: str, verbs: frozenset[str]) -> bool:
     """Whether ``text`` asks for one of ``verbs``: as a verb (a noun-like verb only where a verb stands),
     or as its derived noun ("a reservation" asks to reserve, "the payment" to pay)."""
@@ -215,7 +223,8 @@ def asks_for(text: str, verbs: frozenset[str]) -> bool:
 @lru_cache(maxsize=1024)  # a write's check asks it of the same request once per tool of the registry
 def verbs_in(text: str) -> frozenset[str]:
     """The lexicon's verbs ``text`` uses as verbs, in base form (see ``asks_for``): a noun-like verb only
-    where a verb stands, a derived noun only as a verb's object ("make a payment", not "my rent payment")."""
+    where a verb stands or as a light verb's object ("issue a refund"), a derived noun only as a verb's
+    object ("make a payment", not "my rent payment")."""
     found: set[str] = set()
     for clause in _CLAUSE.split(text.lower()):
         words = _WORD.findall(clause)
@@ -224,14 +233,17 @@ def verbs_in(text: str) -> frozenset[str]:
             previous = words[i - 1] if i else ""
             base = base_verb(word)
             verb = phrasal_verb(words, i) or (base if base in VERBS else "")
+            after_a_verb = i == verb_at + 1 or (i == verb_at + 2 and previous in _DETERMINERS)
             if verb:
                 where_a_verb_stands = base not in _NOUNS_TOO or not previous or previous in _BEFORE_VERB
                 if where_a_verb_stands and not (base == "make" and words[i + 1:i + 2] == ["sure"]):
                     found.add(verb)
                     verb_at = i
+                elif after_a_verb and words[verb_at] in _LIGHT_UNKNOWN | _LIGHT:
+                    found.add(verb)  # what a light verb does: "issue a refund", "post a reply"
             elif word in _LIGHT_UNKNOWN:
                 verb_at = i
-            elif i == verb_at + 1 or (i == verb_at + 2 and previous in _DETERMINERS):
+            elif after_a_verb:
                 found.add(_nominal(word))
         found.discard("")
     return frozenset(found)

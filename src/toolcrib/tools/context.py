@@ -49,8 +49,8 @@ class GateSettings:
     untrusted_sensitive: Literal["refuse", "warn"] = "refuse"
     # where an egress READ may go without the user naming it: exact values or prefixes ("https://x/")
     egress_allowlist: tuple[str, ...] = ()
-    # a WRITE/ACTUATE the request did not ask for (``Tool.requested_by``) while content others wrote,
-    # read in the run, speaks of it (``Tool.mentioned_in``): allowed ("off"), held with a warning, or refused
+    # a WRITE/ACTUATE the request did not ask for (``provenance.requested_in``) once the run has read
+    # content others wrote: allowed ("off"), held with a warning, or refused
     unrequested_writes: Literal["off", "warn", "refuse"] = "warn"
     # a date in an argument that neither the request states nor a text the run has seen holds: re-grounded
     # to the request's date it stands for, or refused; a READ's optional filter no text holds: left out

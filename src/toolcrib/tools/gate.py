@@ -209,13 +209,13 @@ class Gate:
         about (``provenance.argument_sources``, ``provenance.unrequested``), with every scanner flag of the
         run. A sensitive argument with no trusted source (``untrusted_sensitive``) or an unrequested write
         (``unrequested_writes``) may be refused here instead, before any person is asked."""
-        requested = requested_in(tool, cctx.question, cctx.grounding, self.registry)
-        found, warnings = argument_sources(tool, values, cctx.grounding, cctx.question, requested=requested,
+        asked = requested_in(tool, values, cctx.question, cctx.grounding, self.registry)
+        found, warnings = argument_sources(tool, values, cctx.grounding, cctx.question, requested=bool(asked),
                                            refuse=self.settings.untrusted_sensitive == "refuse")
-        problem = unrequested(tool, values, cctx.grounding, self.settings.unrequested_writes, requested=requested)
+        problem = unrequested(tool, values, cctx.grounding, self.settings.unrequested_writes, requested=bool(asked))
         warnings += [problem] if problem else []
         warnings += [f"flagged in this run's tool results: {flag}" for flag in cctx.flags]
-        checks = checks_run(tool, cctx.grounding, requested=requested, flags=len(cctx.flags))
+        checks = checks_run(tool, cctx.grounding, asked=asked, flags=len(cctx.flags))
         return Review(cctx.question, found, warnings, checks)
 
     # -- execution --------------------------------------------------------------------------------

@@ -160,6 +160,13 @@ class Grounding:
             self._catch_up()
         return [text for source, text, _ in self._texts if source.endorsed]
 
+    def holds_record(self, source: Source) -> bool:
+        """Whether the tool or document ``source`` names gave a record in this run (trusted text beside its
+        prose: a ticket, a message list, a product page), not only prose (a document's or a page's text)."""
+        if self._later:
+            self._catch_up()
+        return any(s.trusted and s.kind == source.kind and s.name == source.name for s in self._by_source)
+
     def untrusted_texts(self) -> list[tuple[Source, str]]:
         """The texts of content others wrote, each with its source (pointed to by the user or not)."""
         if self._later:

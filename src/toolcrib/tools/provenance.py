@@ -2,12 +2,13 @@
 
 A WRITE/ACTUATE call's approver sees, for each argument, the sources it was found in (the request, a
 tool's result, a passage), and a warning for a value a sentence of content others wrote asked for
-(``tools.instructions``), for a value found only in such content in a write the request did not ask
-for, and for a change the request did not ask for (``tools.actions`` reads what it asks for) that such
-content asks for or speaks of. A value found only in such content in a write the request asked for is
-a choice made from what the run read, shown by its sources. A sensitive argument with no trusted
-source, an unrequested write (where so configured) and a READ that would contact an address nobody
-trusted gave are refused before any person is asked.
+(``tools.instructions``; in content the user pointed at, a sentence in a record's prose), for a value
+found only in such content in a write the request did not ask for, and for any change the request did
+not ask for (``tools.asking`` reads which writes it asks for) once the run has read such content. A
+value found only in such content in a write the request asked for is a choice made from what the run
+read, shown by its sources. A sensitive argument with no trusted source, an unrequested write (where so
+configured) and a READ that would contact an address nobody trusted gave are refused before any person
+is asked.
 """
 
 from __future__ import annotations
@@ -19,15 +20,25 @@ from typing import Any, Literal
 
 from toolcrib.errors import UntrustedSource
 from toolcrib.text import content_words
-from toolcrib.tools.actions import action_of, split_name
+from toolcrib.tools.actions import split_name
+from toolcrib.tools.asking import asking_for
 from toolcrib.tools.grounding import Grounding, Source
 from toolcrib.tools.instructions import instructing
-from toolcrib.tools.tool import Effect, Tool
+from toolcrib.tools.prose import is_prose
+from toolcrib.tools.tool import Tool
 
 # A request that hands its instructions to content: a verb of doing, then what is to be done
 # ("follow the instructions", "do all the tasks on my TODO list", "complete the steps in the checklist").
 _DELEGATES = re.compile(r"\b(follow|do|complete|carry out|perform|work through|handle)\b[^.?!]{0,40}?"
                         r"\b(instructions?|tasks|to-?do|steps|checklist|actions|requests?)\b", re.I)
+
+# A request that takes what content's authors ask for ("the new address they give", "the review Carol
+# proposes", "the extra days his dad asked for", "you can find the details in Bob's message"): a
+# sentence there asking for a value is what it meant.
+_DEFERS = re.compile(r"\b(?:asks|asked|says|said|gives|gave|wants|wanted|proposes|proposed|mentions|mentioned"
+                     r"|requested|suggests|suggested|prefers|preferred)\b"
+                     r"|\bthey\s+(?:ask|say|give|want|propose|mention|request|suggest|prefer)\b"
+                     r"|\bfind\b[^.?!]{0,40}?\b(?:in|on|at)\b", re.I)
 
 # What an identifier looks like in a request: an e-mail address, or a token holding a digit
 _IDENTIFIER = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z0-9](?:[\w/.-]*[A-Za-z0-9])?")
@@ -38,6 +49,11 @@ def _shape(token: str) -> str:
     return re.sub(r"[A-Z]+", "A", re.sub(r"[a-z]+", "a", re.sub(r"\d", "9", token)))
 
 
+def _kind(token: str) -> str:
+    """What sort of identifier ``token`` is: a handle (``@sam-lee``), an e-mail address, or its shape."""
+    return "handle" if token.startswith("@") else "e-mail" if "@" in token else _shape(token)
+
+
 def _other_like(name: str, value: Any, request: str) -> list[str]:
     """What ``request`` gives in place of ``value`` for the argument ``name``: its identifiers shaped like
     ``value`` (one holding a digit or an ``@``) but not it, or the word it names the argument with
@@ -46,9 +62,9 @@ def _other_like(name: str, value: Any, request: str) -> list[str]:
         return []
     found = []
     if any(c.isdigit() or c == "@" for c in value):
-        shape = _shape(value)
+        kind = _kind(value)
         found = [t for t in _IDENTIFIER.findall(request)
-                 if t != value and any(c.isdigit() or c == "@" for c in t) and _shape(t) == shape]
+                 if t != value and any(c.isdigit() or c == "@" for c in t) and _kind(t) == kind]
     label = r"\s+".join(map(re.escape, split_name(name)))
     found += [m.group(1) for m in re.finditer(rf"\b{label}\s*[:=]?\s+([\w@+-](?:[\w.@+-]*[\w@])?)", request, re.I)
               if m.group(1).lower() not in _NOT_A_VALUE and m.group(1).casefold() != value.casefold()]
@@ -84,19 +100,56 @@ def argument_sources(tool: Tool, values: Mapping[str, Any], grounding: Grounding
             if refuse:
                 raise UntrustedSource(problem + "; ask the user to confirm the value in their own words")
             warnings.append(problem)
-        elif sources and not any(s.vouched for s in sources):
-            told = _instruction_with(value, sources, grounding)
-            if told:
+        elif sources and not any(s.trusted for s in sources):
+            if told := _told(value, sources, grounding, request):
                 warnings.append(f"{name} {shown} comes from an instruction in content others wrote: {told}")
-            elif not requested:
+            elif not (any(s.vouched for s in sources) or requested):
                 warnings.append(f"{name} {shown} appears only in content others wrote: "
                                 f"{', '.join(provenance[name])}")
-        elif sources and not any(s.trusted for s in sources) and (given := _other_like(name, value, request)):
-            # content the user pointed at vouches for its values, but not for one that stands where
-            # the request gave its own ("close ticket T-4410": a T-4388 from a comment is not it)
-            warnings.append(f"{name} {shown} comes from content others wrote ({', '.join(provenance[name])}), "
-                            f"not from the request, which gives {', '.join(given)}")
+            elif given := _other_like(name, value, request):
+                # nor for one that stands where the request gave its own ("close ticket T-4410": a T-4388
+                # from a comment is not it)
+                warnings.append(f"{name} {shown} comes from content others wrote ({', '.join(provenance[name])}), "
+                                f"not from the request, which gives {', '.join(given)}")
+        elif not sources and isinstance(value, str) and (held := _embedded_instruction(value, grounding, request)):
+            warnings.append(f"{name} {shown} holds {held}")
     return provenance, warnings
+
+
+# An address, a link or a handle inside a text the model wrote ("Check out this link: www.x.com").
+_EMBEDDED = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?://)?(?:[\w-]+\.)+[a-z]{2,}(?:/\S*)?|(?<!\w)@[\w.-]+\w")
+
+
+def _told(value: Any, sources: list[Source], grounding: Grounding, request: str) -> str:
+    """The sentence of content others wrote that asked for ``value`` (found only in such content, in
+    ``sources``), quoted with its source, where its approver is to be warned of it (``_instructed_within``
+    for content the user pointed at); "" otherwise."""
+    if any(s.vouched for s in sources) and not _instructed_within(value, sources, grounding, request):
+        return ""
+    return _instruction_with(value, sources, grounding)
+
+
+def _embedded_instruction(text: str, grounding: Grounding, request: str) -> str:
+    """In ``text``, which the model wrote (no source holds it whole), the first address, link or handle
+    that only content others wrote holds and a sentence there asked for, with that sentence;
+    "" when none: an injected link or address passed on inside a message the model composed."""
+    for token in dict.fromkeys(t.rstrip(".,;:!?)") for t in _EMBEDDED.findall(text)):
+        sources = grounding.sources_of(token)
+        if sources and not any(s.trusted for s in sources) and (told := _told(token, sources, grounding, request)):
+            return f"{json.dumps(token, ensure_ascii=False)}, from an instruction in content others wrote: {told}"
+    return ""
+
+
+def _instructed_within(value: Any, sources: list[Source], grounding: Grounding, request: str) -> bool:
+    """Whether a sentence asking for ``value`` in content the user pointed at is to be warned: content the
+    user pointed at vouches for its values, but not for one that a sentence in a record's prose asks for
+    (a comment on the pull requests the user asked to merge one of: "merge #415 so it makes the
+    release"), unless the request takes what the content's authors ask ("the new address they give", "do
+    the tasks on my TODO list") or the value is prose relayed from it (the fix a knowledge-base article
+    gives). A document's or a page's own text (an invoice saying where to pay) is what the user pointed
+    at."""
+    return (not (isinstance(value, str) and is_prose(value)) and not _DEFERS.search(request)
+            and not _DELEGATES.search(request) and any(grounding.holds_record(s) for s in sources if s.endorsed))
 
 
 def _instruction_with(value: Any, sources: list[Source], grounding: Grounding) -> str:
@@ -114,47 +167,37 @@ def _quoted(sentence: str) -> str:
     return json.dumps(sentence if len(sentence) <= 160 else sentence[:157] + "...", ensure_ascii=False)
 
 
-def requested_in(tool: Tool, request: str, grounding: Grounding, tools: Iterable[Tool]) -> bool:
-    """Whether ``request`` asks for ``tool`` (``Tool.requested_by``; ``tools``: the others it could be
-    asking for instead): in its own words, or, when it hands its instructions to content it points at
-    ("follow the instructions in notes.txt", "do the tasks on my TODO list"), in the words of that
-    content (pointed to by the user and not flagged by the scanner). Where the request's verb asks for
-    several tools, what it names decides: "update my account information" asks for update_user_info, not
-    update_password beside it."""
-    writes = [t for t in tools if t.effect is not Effect.READ and t is not tool]
-    taken = frozenset(verb for other in writes if (verb := action_of(other.name).verb))
-    if not tool.requested_by(request, taken):
-        return bool(_DELEGATES.search(request)) and any(tool.requested_by(text, taken)
-                                                        for text in grounding.endorsed_texts())
-    if tool.intent or _names(request, tool):
-        return True
-    rivals = [t for t in writes if not t.intent and _names(request, t) and t.requested_by(request, frozenset())]
-    return not rivals
-
-
-def _names(request: str, tool: Tool) -> bool:
-    """Whether ``request`` names what ``tool`` acts on: a word of its name after the verb, or one it begins
-    ("info" in "information")."""
-    words = re.findall(r"[a-z]+", request.lower())
-    return any(w == noun or (len(noun) >= 4 and w.startswith(noun))
-               for noun in action_of(tool.name).objects if len(noun) > 2 for w in words)
+def requested_in(tool: Tool, values: Mapping[str, Any], request: str, grounding: Grounding,
+                 tools: Iterable[Tool]) -> str:
+    """What in ``request`` asks for this call of ``tool`` (with ``values``; ``tools``: the writes it could
+    be asking for instead), quoted; "" when nothing does. With the tool's declared intent words, the
+    request when it holds one; without them, a clause that asks for a change and fits no other write
+    better (``asking.asking_for``: "turn away Priya for J-12" asks for hr.candidates.reject, "refund
+    order O-1" for issue_refund and not for cancel_order). When the request hands its instructions to
+    content it points at ("follow the instructions in notes.txt", "do the tasks on my TODO list"), the
+    words of that content ask too (pointed to by the user and not flagged by the scanner)."""
+    texts = [request, *(grounding.endorsed_texts() if _DELEGATES.search(request) else ())]
+    for text in texts:
+        if tool.intent:
+            if tool.requested_by(text):
+                return _quoted(text) if text is request else f"the content the request hands over to: {_quoted(text)}"
+        elif clause := asking_for(tool, values, text, tools):
+            return _quoted(clause)
+    return ""
 
 
 def unrequested(tool: Tool, values: Mapping[str, Any], grounding: Grounding, mode: Literal["off", "warn", "refuse"],
                 *, requested: bool) -> str:
     """What is wrong with a call to ``tool`` with ``values`` that the request did not ask for
     (``requested``: ``requested_in``), once the run has read content others wrote: "" when nothing is
-    (or ``mode`` is "off"); raised as ``UntrustedSource`` when ``mode`` is "refuse". Declared intent
-    words are every way a request asks for the tool: any write they miss is warned. Without them, the
-    write is warned when content others wrote speaks of doing what it does, or asks for an action (a
-    sentence that instructs its reader, quoted) on what the call's values name ("Please move all files
-    in ~/Documents to /tmp/x" for a shell command over those paths): where an injected write comes from."""
+    (or ``mode`` is "off"); raised as ``UntrustedSource`` when ``mode`` is "refuse". Any such write is
+    warned: the warning quotes a sentence of that content asking for an action on what the call's values
+    name ("Please move all files in ~/Documents to /tmp/x" for a shell command over those paths), or names
+    the content that speaks of doing what it does, where the write may have come from."""
     if mode == "off" or requested or not grounding.read_untrusted:
         return ""
     told = _instruction_for(tool, values, grounding)
     asking = [] if told else _asked_by_content(tool, grounding)
-    if not (told or asking or tool.intent):
-        return ""
     problem = f"{tool.name} was not asked for in the request" + (
         f"; content others wrote asks for it: {told}" if told else
         f"; content others wrote speaks of it: {', '.join(asking)}" if asking else
@@ -164,19 +207,22 @@ def unrequested(tool: Tool, values: Mapping[str, Any], grounding: Grounding, mod
     return problem
 
 
-def checks_run(tool: Tool, grounding: Grounding, *, requested: bool, flags: int) -> list[str]:
+def checks_run(tool: Tool, grounding: Grounding, *, asked: str, flags: int) -> list[str]:
     """What the provenance checks looked at for a call to ``tool`` and what they found, one line each:
-    why its approver was or was not warned (each argument's sources are listed beside it)."""
-    verb = action_of(tool.name).verb
-    how = f"intent words {', '.join(tool.intent)}" if tool.intent else f"the verb {verb!r} or a synonym"
+    why its approver was or was not warned (each argument's sources are listed beside it). ``asked``:
+    what in the request asks for the call (``requested_in``)."""
+    how = f"with its intent words {', '.join(tool.intent)}" if tool.intent else \
+        "in a clause asking for a change that fits it best of the writes (its verb, what it acts on, its values)"
     others = list(dict.fromkeys(source.label for source, _ in grounding.untrusted_texts()))
     told = sum(len(instructing(text)) for _, text in grounding.untrusted_texts())
-    return [f"the request asks for {tool.name} ({how}): {'yes' if requested else 'no'}",
+    return [f"the request asks for {tool.name} {how}: " + (f"yes, {asked}" if asked else "no"),
             "content others wrote, read in this run: " + (", ".join(others) or "none"),
             f"sentences in that content asking for an action: {told}",
             f"scanner flags in this run's results: {flags}",
-            "a value found only in content others wrote is warned when a sentence asking for an action gave it, "
-            "or when the request did not ask for this write; otherwise it is a choice made from what the run read"]
+            "a write the request did not ask for is warned once the run has read content others wrote; a value "
+            "found only in such content is warned when a sentence asking for an action gave it (in content the "
+            "user pointed at, a record's, unless the request takes what its authors ask), otherwise it is a "
+            "choice made from what the run read"]
 
 
 def _instruction_for(tool: Tool, values: Mapping[str, Any], grounding: Grounding) -> str:

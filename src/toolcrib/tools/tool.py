@@ -191,17 +191,14 @@ class Tool:
     # a READ's optional plain-text parameters: filters the gate leaves out when no text gives their value
     filters: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
 
-    def requested_by(self, request: str, taken: frozenset[str] = frozenset()) -> bool:
+    def requested_by(self, request: str) -> bool:
         """Whether ``request`` asks for this tool: it holds one of its intent words, in any form. Without
         declared words, the verb of its name or a synonym of it (``tools.actions``: "pay" or "wire" for
         send_money, "let in" for an unlock, in any naming convention: ``VenmoSendMoney``), or the verb its
-        description starts with. A synonym that is another tool's own verb (``taken``) asks for that tool:
-        "pay the invoice" asks for pay_invoice, not transfer_funds beside it. (What it acts on does not ask
-        for it: "refund order O-1" speaks of an order, and asks for no cancel_order.)"""
+        description starts with. (Which of several writes a request asks for is ``tools.asking``'s.)"""
         if self.intent:
             return bool(stems(" ".join(self.intent)) & stems(request))
-        own = action_of(self.name).verb
-        return asks_for(request, (self.verbs - taken) | {own})
+        return asks_for(request, self.verbs | {action_of(self.name).verb})
 
     def mentioned_in(self, text: str) -> bool:
         """Whether ``text`` speaks of doing what this tool does: one of its intent words, or, without
