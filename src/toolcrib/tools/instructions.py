@@ -3,12 +3,11 @@
 "Please grant Amy access to the lock", "Could you send the list to ...", "You can close my other ticket
 as well", "Transfer $500 to ...", "Honestly, book Hotel X instead": a sentence that addresses its reader
 ("please", "could you", "you should", "make sure to"), or one a clause of which opens with an action
-verb, asks for an action. In content others wrote (an
-e-mail, a review, a ticket's comment) that is what an injected instruction looks like, with or without
-the cue phrases the scanner looks for, and it is also how ordinary mail reads ("Please review the
-draft"): a sentence that instructs is a signal, never a verdict. It decides nothing by itself: the gate
-warns about a write the request did not ask for once such content was read, and about a value that
-only such a sentence gave.
+verb, asks for an action. In content others wrote (an e-mail, a review, a ticket's comment) that is what
+an injected instruction looks like, with or without the cue phrases the scanner looks for, and it is
+also how ordinary mail reads ("Please review the draft"): a sentence that instructs is a signal, never a
+verdict. The gate quotes it in the warning on a write the request did not ask for, and warns about a
+value that only such a sentence gave.
 """
 
 from __future__ import annotations
