@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -103,9 +104,10 @@ def asking_for(tool: Tool, values: Mapping[str, Any], request: str, tools: Itera
     writes = [t for t in tools if t.effect is not Effect.READ]
     if tool not in writes:
         writes.append(tool)
-    names = tuple(t.name for t in writes)
+    shared = _shared_words(tuple(t.name for t in writes))
+    readings = {t.name: _reading(t.name, t.description, t.intent, shared) for t in writes}
     for clause in asking_clauses(request):
-        fits = {t.name: _fit(t.name, t.description, t.intent, clause, names) for t in writes}
+        fits = {name: reading.fit(clause) for name, reading in readings.items()}
         own = fits.pop(tool.name) + 2 * _stated(values, clause)
         if own > 0 and own >= max(fits.values(), default=0):
             return clause
@@ -121,27 +123,52 @@ def _stated(values: Mapping[str, Any], clause: str) -> int:
                and seen.contains(value))
 
 
-@lru_cache(maxsize=4096)
-def _fit(name: str, description: str, intent: tuple[str, ...], clause: str, names: tuple[str, ...]) -> int:
-    """How well ``clause`` fits the tool ``name``, among the writes ``names``: 6 for its own verb, 3 for a
-    synonym (of it or of the verb its description starts with; declared ``intent`` words are its own), 2
-    for each word of what it acts on, 1 for each other word of its description or of what its verb's
-    group acts on."""
-    asked = verbs_in(clause)
+@lru_cache(maxsize=256)
+def _shared_words(names: tuple[str, ...]) -> frozenset[str]:
+    """The words every one of the tool ``names`` holds (a vendor's, a product's): they say nothing."""
+    return frozenset.intersection(*(frozenset(split_name(n)) for n in names)) if len(names) > 1 else frozenset()
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What a write's declaration offers a request's clause to fit: its own verb, their synonyms (or its
+    declared intent words), what it acts on and the other words of its description."""
+
+    own: str
+    similar: frozenset[str]
+    intent: frozenset[str]
+    objects: frozenset[str]
+    described: frozenset[str]
+
+    def fit(self, clause: str) -> int:
+        """How well ``clause`` fits: 6 for the tool's own verb, 3 for a synonym (declared intent words are
+        its own), 2 for each word of what it acts on, 1 for each other word of its description or of what
+        its verb's group acts on."""
+        return _fit(self, clause)
+
+
+@lru_cache(maxsize=1024)
+def _reading(name: str, description: str, intent: tuple[str, ...], shared: frozenset[str]) -> _Reading:
     action = action_of(name)
     described = description_verb(description)
     # the name's verb where the lexicon knows it; else the description's, where it knows that one
     own = action.verb if action.verb in VERBS or not described else described
+    objects = frozenset(stem(w) for w in (*action.context, *action.objects)
+                        if len(w) > 2 and w not in shared | _EMPTY)
+    words = _words(description.split(" ", 1)[-1]) | {stem(k) for k in kinds(action.verb)}
+    return _Reading(own, action.verbs | (synonyms(described) if described else frozenset()),
+                    frozenset(stem(w) for w in intent), objects, words - objects)
+
+
+@lru_cache(maxsize=4096)
+def _fit(reading: _Reading, clause: str) -> int:
+    asked = verbs_in(clause)
     words = _words(clause)
-    if intent:
-        verb = 6 if {stem(w) for w in intent} & (words | {stem(v) for v in asked}) else 0
+    if reading.intent:
+        verb = 6 if reading.intent & (words | {stem(v) for v in asked}) else 0
     else:
-        similar = action.verbs | (synonyms(described) if described else frozenset())
-        verb = 6 if own in asked else 3 if asked & similar else 0
-    shared = frozenset.intersection(*(frozenset(split_name(n)) for n in names)) if len(names) > 1 else frozenset()
-    objects = {stem(w) for w in (*action.context, *action.objects) if len(w) > 2 and w not in shared | _EMPTY}
-    described_words = _words(description.split(" ", 1)[-1]) | {stem(k) for k in kinds(action.verb)}
-    return verb + 2 * len(objects & words) + len((described_words - objects) & words)
+        verb = 6 if reading.own in asked else 3 if asked & reading.similar else 0
+    return verb + 2 * len(reading.objects & words) + len(reading.described & words)
 
 
 @lru_cache(maxsize=4096)
