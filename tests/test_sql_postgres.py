@@ -9,6 +9,7 @@ import pytest
 
 from toolcrib.errors import InvalidArguments, ModelFacingError, NotPermitted, ToolTimeout
 from toolcrib.sql import PostgresReadOnly, provision_readonly_role
+from toolcrib.sql.base import ForeignKey
 
 psycopg = pytest.importorskip("psycopg")
 pytestmark = pytest.mark.postgres
@@ -32,7 +33,8 @@ def scratch() -> Iterator[tuple[str, str]]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("""
                 CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL);
-                CREATE TABLE orders (id int PRIMARY KEY, customer_id int, total numeric(10, 2), placed date);
+                CREATE TABLE orders (id int PRIMARY KEY, customer_id int REFERENCES customers, total numeric(10, 2),
+                                     placed date);
                 CREATE TABLE payroll (id int PRIMARY KEY, name text, salary numeric);
                 CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 100;
                 CREATE VIEW leaky AS SELECT o.id, p.salary FROM orders o JOIN payroll p ON p.id = o.id;
@@ -66,6 +68,10 @@ def _error(call: object, *args: object) -> ModelFacingError:
     with pytest.raises(ModelFacingError) as info:
         call(*args)  # type: ignore[operator]
     return info.value
+
+
+def test_the_schema_holds_the_foreign_keys_between_allowed_tables(db: PostgresReadOnly) -> None:
+    assert db.schema().foreign_keys == (ForeignKey("orders", "customer_id", "customers", "id"),)
 
 
 def test_answers_a_parameterized_select(db: PostgresReadOnly) -> None:

@@ -213,3 +213,29 @@ def test_a_row_the_run_has_read_already_is_not_read_again(database: SQLiteReadOn
     replies = [{"tool_calls": [{"name": "sql_query", "arguments": {"query": query}}]}, "None left [sql_query#1]."]
     runner(database, replies, tracer, aided=True).ask("Have we got any amoxicillin left?", STAFF)
     assert not [e for e in tracer.events if e.rule == "linked_rows"]
+
+
+def test_the_values_a_request_states_are_found_in_every_column_that_stores_them(database: SQLiteReadOnly) -> None:
+    index = ValueIndex.build(database)
+    assert set(index.stated("How many booked visits does Dr Priya Patel have?")) == {
+        ("visits", "status", "booked"), ("slots", "vet", "Dr Priya Patel"), ("visits", "vet", "Dr Priya Patel")}
+    assert index.stated("How many dogs do we have?") == (("pets", "species", "dog"),)  # a kind, named whole
+    assert index.stated("How many tablets do we keep?") == ()
+
+
+def test_a_filter_the_request_states_and_the_query_leaves_out_is_added(database: SQLiteReadOnly) -> None:
+    replies = [{"tool_calls": [{"name": "sql_query", "arguments": {
+        "query": "SELECT COUNT(*) FROM visits WHERE vet = 'Dr Priya Patel'"}}]}, "Three [sql_query#1]."]
+    answer = runner(database, replies, Tracer(), aided=True).ask("How many booked visits does Dr Priya Patel have?",
+                                                                 STAFF)
+    assert answer.text == ("Number of rows: 2 [sql_query#1] (where status = 'booked', as the request says).")
+
+
+def test_a_column_the_query_mentions_is_filtered_as_the_query_says(database: SQLiteReadOnly) -> None:
+    stated = ValueIndex.build(database).stated("How many visits are not booked?")
+    grouped = database.query("SELECT status, COUNT(*) FROM visits GROUP BY status", stated=stated)
+    assert grouped["rows"] == [["booked", 3], ["cancelled", 2]] and "added_filters" not in grouped
+    negated = database.query("SELECT COUNT(*) FROM visits WHERE status != 'booked'", stated=stated)
+    assert negated["rows"] == [[2]] and "added_filters" not in negated
+    other = database.query("SELECT COUNT(*) FROM pets", stated=stated)  # reads no table the value is stored in
+    assert other["rows"] == [[4]] and "added_filters" not in other

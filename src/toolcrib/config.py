@@ -120,9 +120,8 @@ class SQLSection(_Section):
     timeout_s: float = Field(2.0, gt=0)
     dsn: str | None = None
     # A model that decodes under a grammar (the embedded one) writes sql_query's query in the SELECTs of
-    # the allowed tables' real columns only (joins, filters, aggregates). Off by default: measured on the
-    # shipped clinic set it cost three aggregate questions whose queries need expressions or functions.
-    grammar: bool = False
+    # the allowed tables' real columns only (joins along foreign keys, filters, aggregates, arithmetic).
+    grammar: bool = True
 
 
 class LookupSection(_Section):

@@ -63,7 +63,8 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
     """The answer code writes from a query's small table result (``{"columns", "rows"}``: at most
     ``_MAX_ROWS`` rows of at most ``_MAX_COLUMNS`` columns, none truncated) for a question that asks for
     facts: each row's columns in words (``heading``) and values exactly as returned ("Average weight kg:
-    8.92 [sql_query#1]."), any name the query resolved and any condition dropped from it (``sql.unsaid``),
+    8.92 [sql_query#1]."), any name the query resolved, any condition dropped from it (``sql.unsaid``) or
+    added to it (``sql.stated``),
     under ``label`` (a listing's tool) where given. None when the question needs the model, or the result
     is empty or larger."""
     columns, rows = data.get("columns"), data.get("rows")
@@ -86,6 +87,9 @@ def table_answer(request: Request, data: Mapping[str, Any], citation: str, label
     if isinstance(dropped, list) and dropped:  # conditions on values nobody gave: the reader must know
         plural = "s" if len(dropped) > 1 else ""
         note += f" (without the condition{plural} nobody asked for: {'; '.join(map(str, dropped))})"
+    added = data.get("added_filters") or []
+    if isinstance(added, list) and added:  # filters the request names that code wrote into the query
+        note += f" (where {' and '.join(map(str, added))}, as the request says)"
     head = ", ".join(h for h in (label, "" if len(rows) == 1 else f"{len(rows)} rows") if h)
     body = f"{head}: {body}" if head else body
     return f"{body[:1].upper()}{body[1:]} [{citation}]{note}."

@@ -171,7 +171,8 @@ class Runner:
         request = Request.parse(question)
         values = self._values.index(principal, self.gate)
         cctx = CallContext(principal, tracer, Grounding(question), self.resources, run_id, question=question,
-                           today=request.today, domains=values)
+                           today=request.today, domains=values,
+                           stated=values.stated(question) if values is not None else ())
         system = _system_prompt(self.settings.name, self._example_id, self.settings.system_prompt, mode)
         tracer.run_id = run_id
         tracer.record(EventKind.RUN_STARTED, f"Start run ({mode} mode)",

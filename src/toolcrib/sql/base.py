@@ -15,6 +15,7 @@ from typing import Any, ClassVar, NotRequired, TypedDict
 from toolcrib.errors import InvalidArguments
 from toolcrib.sql.guard import CheckedQuery, check_select, fold_allowlist
 from toolcrib.sql.names import is_empty, resolve_names
+from toolcrib.sql.stated import Stated, add_stated_filters
 from toolcrib.sql.unsaid import Grounded, drop_unsaid_filters
 
 Param = str | int | float | None
@@ -23,7 +24,8 @@ Param = str | int | float | None
 class QueryResult(TypedDict):
     """What a query returns to the model: at most ``row_cap`` rows and ``max_chars`` of JSON; and,
     when a text compared in the query was resolved to the one value that contains it, which; when
-    conditions on values nobody gave were dropped from a query that found nothing, which; when an
+    conditions on values nobody gave were dropped from a query that found nothing, which; when filters
+    the request states were added to a query that left them out, which; when an
     output column is named for what its expression does not read, its expression (``claimed``)."""
 
     columns: list[str]
@@ -32,15 +34,40 @@ class QueryResult(TypedDict):
     truncated: bool
     resolved: NotRequired[dict[str, str]]
     dropped_filters: NotRequired[list[str]]
+    added_filters: NotRequired[list[str]]
     claimed: NotRequired[dict[str, str]]
 
 
 @dataclass(frozen=True)
+class ForeignKey:
+    """A declared reference between two allowed tables: ``table.column`` holds ``target.key``'s values."""
+
+    table: str
+    column: str
+    target: str
+    key: str
+
+
+@dataclass(frozen=True)
 class Schema:
-    """The allowed part of a database: columns (name, type) per table or view, view definitions."""
+    """The allowed part of a database: columns (name, type) per table or view, view definitions and the
+    foreign keys between allowed tables."""
 
     columns: Mapping[str, Sequence[tuple[str, str]]]
     views: Mapping[str, str] = field(default_factory=dict)
+    foreign_keys: Sequence[ForeignKey] = ()
+
+
+def allowed_keys(keys: Iterable[ForeignKey],
+                 columns: Mapping[str, Sequence[tuple[str, str]]]) -> tuple[ForeignKey, ...]:
+    """The foreign keys whose both ends are columns of allowed tables, named as ``columns`` names them."""
+    named = {t.lower(): (t, {c.lower(): c for c, _ in cols}) for t, cols in columns.items()}
+    found = []
+    for k in keys:
+        (table, own), (target, theirs) = named.get(k.table.lower(), ("", {})), named.get(k.target.lower(), ("", {}))
+        if k.column.lower() in own and k.key.lower() in theirs:
+            found.append(ForeignKey(table, own[k.column.lower()], target, theirs[k.key.lower()]))
+    return tuple(dict.fromkeys(found))
 
 
 class ReadOnlySQL(ABC):
@@ -97,11 +124,12 @@ class ReadOnlySQL(ABC):
         return ("main",)
 
     def query(self, sql: str, params: Sequence[Param] | None = None, *,
-              grounded: Grounded | None = None) -> QueryResult:
-        """Validate, then run one read-only SELECT with bound parameters. An empty result is retried
-        with names written short resolved (``names``) and, given ``grounded`` (whether the run has seen a
-        value), without the conditions on values nobody gave (``unsaid``); the first that finds
-        something is returned, saying what it changed."""
+              grounded: Grounded | None = None, stated: Sequence[Stated] = ()) -> QueryResult:
+        """Validate, then run one read-only SELECT with bound parameters, with the filters the request
+        states (``stated``: the values it names, where they are stored) that the query leaves out added.
+        An empty result is retried with names written short resolved (``names``) and, given ``grounded``
+        (whether the run has seen a value), without the conditions on values nobody gave (``unsaid``); the
+        first that finds something is returned, saying what it changed."""
         values = _check_params(params)
         checked = self.check(sql)
         if checked.placeholders != len(values):
@@ -109,7 +137,13 @@ class ReadOnlySQL(ABC):
                 f"the query has {checked.placeholders} placeholder(s) but {len(values)} param(s) "
                 f"were given; {self.placeholder_hint}"
             )
+        stating = add_stated_filters(sql, self.dialect, stated)
+        if stating is not None:
+            sql, added = stating
+            self.check(sql)
         result = self._with_retries(sql, values, grounded)
+        if stating is not None:
+            result["added_filters"] = added
         if checked.claimed:  # "MAX(year) AS delivery_lead_time": the reader must know what was computed
             result["claimed"] = dict(checked.claimed)
         return result

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolcrib.errors import InvalidArguments, MissingDependency, ModelFacingError, NotPermitted, ToolFailed, ToolTimeout
-from toolcrib.sql.base import Param, QueryResult, ReadOnlySQL, Schema
+from toolcrib.sql.base import ForeignKey, Param, QueryResult, ReadOnlySQL, Schema, allowed_keys
 
 if TYPE_CHECKING:
     import psycopg
@@ -134,7 +134,17 @@ class PostgresReadOnly(ReadOnlySQL):
                 views[name] = viewdef
             if name in self.allowed_tables:
                 columns.setdefault(name, []).append((col, typ))
-        return Schema(columns=columns, views=views)
+        _, references = self._run(
+            "SELECT t.relname, a.attname, r.relname, f.attname FROM pg_constraint c"
+            " JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid"
+            " JOIN pg_namespace n ON n.oid = t.relnamespace"
+            " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]"
+            " JOIN pg_attribute f ON f.attrelid = c.confrelid AND f.attnum = c.confkey[1]"
+            " WHERE c.contype = 'f' AND n.nspname = $1 AND cardinality(c.conkey) = 1",
+            [self.db_schema], 10_000,
+        )
+        keys = [ForeignKey(str(t), str(c), str(r), str(k)) for t, c, r, k in references]
+        return Schema(columns=columns, views=views, foreign_keys=allowed_keys(keys, columns))
 
     def close(self) -> None:
         with self._lock:

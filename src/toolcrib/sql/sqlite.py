@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from toolcrib.errors import ConfigError, InvalidArguments, ModelFacingError, NotPermitted, ToolFailed, ToolTimeout
-from toolcrib.sql.base import Param, QueryResult, ReadOnlySQL, Schema
+from toolcrib.sql.base import ForeignKey, Param, QueryResult, ReadOnlySQL, Schema, allowed_keys
 from toolcrib.sql.guard import DENIED_FUNCTIONS, DENIED_PREFIXES, MAX_QUERY_CHARS
 
 log = logging.getLogger("toolcrib.sql")
@@ -89,9 +89,20 @@ class SQLiteReadOnly(ReadOnlySQL):
                         info = self._conn.execute(
                             "SELECT name, type FROM pragma_table_info(?)", (name,)).fetchall()
                         columns[name] = [(str(c), str(t or "")) for c, t in info]
+                keys = [ForeignKey(table, str(column), str(target), str(key or ""))
+                        for table in columns
+                        for target, column, key in self._conn.execute(
+                            'SELECT "table", "from", "to" FROM pragma_foreign_key_list(?)', (table,)).fetchall()]
+                keys = [k if k.key else ForeignKey(k.table, k.column, k.target, self._primary_key(k.target))
+                        for k in keys]
             finally:
                 self._conn.set_authorizer(self._authorize)
-        return Schema(columns=columns, views=views)
+        return Schema(columns=columns, views=views, foreign_keys=allowed_keys(keys, columns))
+
+    def _primary_key(self, table: str) -> str:
+        """The one column of ``table``'s primary key ("" when it has none or several)."""
+        key = [str(c) for c, pk in self._conn.execute("SELECT name, pk FROM pragma_table_info(?)", (table,)) if pk]
+        return key[0] if len(key) == 1 else ""
 
     def execute_unchecked(self, sql: str, params: Sequence[Param] = ()) -> QueryResult:
         deadline = time.monotonic() + self.timeout_s

@@ -36,7 +36,7 @@ def make_sql_query_tool(schema_text: str = "", *, timeout_s: float = 10.0, patte
         database = ctx.resources.get(SQL_RESOURCE)
         if not isinstance(database, ReadOnlySQL):
             raise ToolFailed("no SQL database is configured for this workspace")
-        return database.query(query, params or [], grounded=ctx.grounded)
+        return database.query(query, params or [], grounded=ctx.grounded, stated=ctx.stated)
 
     description = _DESCRIPTION + ("\n" + schema_text.strip() if schema_text.strip() else "")
     return make_tool(sql_query, name="sql_query", description=description, effect=Effect.READ,

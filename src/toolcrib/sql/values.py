@@ -115,6 +115,24 @@ class ValueIndex:
         holds and the word is a name (capitalised inside a sentence: "Okoro") or long enough to be no
         common word ("paracetamol"). A word that fits many values links none of them. A kind ("booked",
         "dental") links only where it is capitalised as a name, unless ``kinds``: what an answer states."""
+        links: list[Link] = []
+        for link in self._named(text, kinds=kinds):
+            same = [k for k in links if k.entry.value.casefold() == link.entry.value.casefold()]
+            if same and (link.entry.key is None or same[0].entry.key is not None):
+                continue  # the same value stored in another column too ("Ms Ada Okoro" in two tables)
+            links.append(link)
+        return tuple(links[:_LINKS])
+
+    def stated(self, text: str) -> tuple[tuple[str, str, str], ...]:
+        """Where each value ``text`` names is stored, kinds included: (table, column, stored value), every
+        column that holds it (a vet's name in the appointments and in the diary), the best linked first."""
+        return tuple(dict.fromkeys((k.entry.table, k.entry.column, k.entry.value)
+                                   for k in self._named(text, kinds=True, whole_kinds=True)))
+
+    def _named(self, text: str, *, kinds: bool, whole_kinds: bool = False) -> list[Link]:
+        """Every value ``text`` names (``link``'s rule), best first, one link per column that holds it; with
+        ``whole_kinds``, every kind whose words the text all gives too ("vaccination" of a category, though
+        many names of services hold the word)."""
         said: dict[str, str] = {}
         named: set[str] = set()
         for m in _WORD.finditer(text):
@@ -136,16 +154,11 @@ class ValueIndex:
             own = any(self._held[w] == 1 and (w in named or len(w) >= _LONG) for w in matched)
             # one word of a longer value links only as its own: "Don't" names no "Don Norman"
             whole = len(matched) >= 2 or len(words) == 1
-            if own or (whole and score >= 0.5 and any(self._held[w] <= _DISTINCT for w in matched)):
+            every = whole_kinds and entry.kind and len(matched) == len(words)
+            if every or own or (whole and score >= 0.5 and any(self._held[w] <= _DISTINCT for w in matched)):
                 scored.append((score, Link(" ".join(said[w] for w in matched), entry, len(matched) == len(words))))
         scored.sort(key=lambda s: (-s[0], s[1].entry.key is None, s[1].entry.table, s[1].entry.column))
-        links: list[Link] = []
-        for _, link in scored:
-            same = [k for k in links if k.entry.value.casefold() == link.entry.value.casefold()]
-            if same and (link.entry.key is None or same[0].entry.key is not None):
-                continue  # the same value stored in another column too ("Ms Ada Okoro" in two tables)
-            links.append(link)
-        return tuple(links[:_LINKS])
+        return [link for _, link in scored]
 
 
 _BUILT: weakref.WeakKeyDictionary[ReadOnlySQL, tuple[float, ValueIndex]] = weakref.WeakKeyDictionary()

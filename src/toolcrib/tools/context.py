@@ -30,10 +30,11 @@ class CallContext:
     flags: list[str] = field(default_factory=list)  # what the scanner flagged in this run's results
     today: date | None = None  # what the request's dates are resolved against (None: the machine's today)
     domains: Domains | None = None  # the closed sets of stored values an argument must name (None: none checked)
+    stated: tuple[tuple[str, str, str], ...] = ()  # the values the request names: (table, column, stored value)
 
     def tool_context(self) -> ToolContext:
         return ToolContext(principal=self.principal, resources=self.resources, trace_id=self.tracer.trace_id,
-                           grounded=self.grounding.contains)
+                           grounded=self.grounding.contains, stated=self.stated)
 
 
 @dataclass

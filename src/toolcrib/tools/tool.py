@@ -62,6 +62,8 @@ class ToolContext:
     trace_id: str = ""
     # whether a value appears in what the run has seen (the request, earlier results); None outside a run
     grounded: Callable[[Any], bool] | None = None
+    # the values the request names, each where the workspace's data stores it: (table, column, stored value)
+    stated: tuple[tuple[str, str, str], ...] = ()
 
 
 DomainCheck = Callable[[dict[str, Any], ToolContext], None]

@@ -222,13 +222,13 @@ class Workspace:
 
             return make_code_interpreter_tool(self.sandbox, self.artifacts_dir, relative_to=self.root)
         if name == "sql_query":
-            from toolcrib.sql.grammar import select_pattern
+            from toolcrib.sql.grammar import closed_columns, select_pattern
             from toolcrib.sql.tool import make_sql_query_tool
 
             sql = self.resources.get("sql")
             if sql is None:
                 return make_sql_query_tool()
-            pattern = select_pattern(sql.schema()) if self.config.sql.grammar else None
+            pattern = select_pattern(sql.schema(), closed_columns(sql)) if self.config.sql.grammar else None
             return make_sql_query_tool(sql.describe_schema(), pattern=pattern)
         from toolcrib.retrieval.tool import make_vector_search_tool
 
