@@ -220,3 +220,26 @@ def test_a_table_answers_in_code_only_when_it_covers_every_thing_the_request_ask
     counted = Request.parse("How many contracts does Lindqvist have, and what are they worth in total?")
     assert records.table_answer(counted, {"columns": ["contract_count", "total_value"], "rows": [[4, 458200]]},
                                 "sql_query#1") == "Contract count: 4; total value: 458200 [sql_query#1]."
+
+
+@tool
+def price_query(query: str) -> dict[str, Any]:
+    """Run a read-only SQL query over the price list."""
+    return {"columns": ["name", "price_gbp"], "rows": [["Dog spay", 420.0]], "row_count": 1, "truncated": False}
+
+
+def test_an_ask_no_word_of_which_a_query_returns_gets_the_documents_searched() -> None:
+    """A query answers one ask of two ("what does a dog spay cost"); the deposit is in no result: code searches
+    the documents for it. A query that covers every ask is enough."""
+    def ask(question: str) -> list[str]:
+        query = "SELECT name, price_gbp FROM services WHERE name = 'Dog spay'"
+        call = {"tool_calls": [{"name": "price_query", "arguments": {"query": query}}]}
+        model = ScriptedModel([call, "A dog spay costs 420 [price_query#1]."], profile=AIDED)
+        gate = Gate(Registry([price_query, search_docs]), GroupPolicy({"support": ["*"]}))
+        answer = Runner(model, gate, tracer_factory=Tracer).ask(question, USER)
+        return [o["name"] for o in answer.executed]
+
+    assert ask("What does a dog spay cost, and how much has to be paid as a deposit when it is booked?") == [
+        "price_query", "search_docs"]
+    assert ask("What does a dog spay cost?") == ["price_query"]
+    assert ask("What does a dog spay cost, and what is its price in pounds?") == ["price_query"]

@@ -4,6 +4,7 @@ cannot be written under the grammar, and the pattern travels with the workspace'
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 from toolcrib.cli import main
 from toolcrib.models.decision import decision_schema_text, grammar
 from toolcrib.sql.base import ForeignKey, Schema
-from toolcrib.sql.grammar import select_pattern
+from toolcrib.sql.grammar import closed_columns, select_pattern
 from toolcrib.sql.sqlite import SQLiteReadOnly
 from toolcrib.tools.registry import tool_specs
 from toolcrib.workspace import Workspace
@@ -76,7 +77,6 @@ def test_a_join_no_foreign_key_declares_cannot_be_written(query: str) -> None:
 
 def test_a_databases_foreign_keys_between_allowed_tables_are_read(tmp_path: Path) -> None:
     path = tmp_path / "shop.sqlite"
-    import sqlite3
     with sqlite3.connect(path) as conn:
         conn.executescript("CREATE TABLE owners (account TEXT PRIMARY KEY, name TEXT);"
                            "CREATE TABLE pets (pet_id TEXT PRIMARY KEY, owner TEXT REFERENCES owners);"
@@ -111,3 +111,30 @@ def test_the_workspaces_sql_tool_is_decoded_under_its_schemas_pattern_unless_tur
     assert "query" not in str(spec.parameters.get("properties", {}).get("query", {}).get("pattern", ""))
     gbnf: str = grammar(decision_schema_text([spec], False))._grammar
     assert "price_gb" in gbnf and "\\." not in gbnf  # llama.cpp's parser takes no escaped "." in a literal
+
+
+def test_a_column_of_kinds_is_compared_only_with_a_value_it_stores(tmp_path: Path) -> None:
+    path = tmp_path / "diary.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript("CREATE TABLE visits (id TEXT PRIMARY KEY, status TEXT, vet TEXT, note TEXT, at TEXT);"
+                           "INSERT INTO visits VALUES ('V1', 'no_show', 'Dr A. Costa', 'first', '2026-12-01'),"
+                           "('V2', 'booked', 'Dr A. Costa', 'second', '2026-12-01'),"
+                           "('V3', 'booked', 'Dr B. Ray', 'third', '2026-12-02'),"
+                           "('V4', 'no_show', 'Dr B. Ray', 'fourth', '2026-12-02');")
+    database = SQLiteReadOnly(path, ["visits"])
+    try:
+        kinds = closed_columns(database)
+        assert kinds == {("visits", "status"): ("booked", "no_show"),  # dates and one-row notes hold no kinds
+                         ("visits", "vet"): ("Dr A. Costa", "Dr B. Ray")}
+        pattern = select_pattern(database.schema(), kinds)
+    finally:
+        database.close()
+    assert pattern is not None
+    for query in ["SELECT COUNT(*) FROM visits WHERE status IN ('booked', 'no_show')",
+                  "SELECT id FROM visits WHERE vet = 'Dr A. Costa' AND status != ?",
+                  "SELECT id FROM visits WHERE note LIKE '%fir%' AND at >= '2026-12-02'"]:
+        assert re.fullmatch(pattern, query), query
+    for query in ["SELECT COUNT(*) FROM visits WHERE status = 'No-show'",
+                  "SELECT id FROM visits WHERE vet LIKE '%Costa%'",
+                  "SELECT id FROM visits WHERE vet = 'Dr A Costa'"]:
+        assert not re.fullmatch(pattern, query), query

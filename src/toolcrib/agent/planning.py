@@ -9,7 +9,7 @@ import re
 from toolcrib.agent import prompts
 from toolcrib.agent.answer import Finish
 from toolcrib.agent.calls import Calls
-from toolcrib.agent.records import LookedUp, as_computed, unanswered_words
+from toolcrib.agent.records import ASKING, LookedUp, as_computed, unanswered_asks, unanswered_words
 from toolcrib.agent.request import Request
 from toolcrib.agent.state import RunState
 from toolcrib.agent.stepids import StepId
@@ -218,10 +218,12 @@ class UnansweredSearch(Step):
     @staticmethod
     def _unanswered(run: RunState, calls: Calls) -> set[str]:
         """What the request asks (less the words of its dates) beyond what the run's reads returned: the
-        records of lookups and other typed reads, a query's result only where a column of it is named for
-        what it does not compute (a query's figures need not repeat the request's words); nothing when
-        anything else was found (a search, a web page)."""
+        records of lookups and other typed reads; of a request of several asks with a query's result among
+        them (a query's figures need not repeat the request's words), the words of each ask no result
+        names a word of ("What does a dog spay cost, and what deposit is due?" of a table of prices);
+        nothing when anything else was found (a search, a web page)."""
         read: list[LookedUp] = []
+        tables = False
         for outcome in (o for o in run.outcomes if o.ok):
             tool = calls.tool(outcome.call.name)
             citation = run.evidence.citation_of(outcome.call.id)
@@ -229,12 +231,16 @@ class UnansweredSearch(Step):
             if tool is None or tool.effect is not Effect.READ or citation is None:
                 return set()
             if isinstance(data, dict) and "columns" in data:
-                if not data.get("claimed"):
-                    return set()
-                data = as_computed(data)
+                tables = tables or not data.get("claimed")
+                data = as_computed(data) if data.get("claimed") else data
             read.append(LookedUp(tool, "", data, citation))
-        asked = run.request.stems - stems(" ".join(d.text for d in run.request.dated))
-        return unanswered_words(asked, read) if read else set()
+        if not read:
+            return set()
+        dates = stems(" ".join(d.text for d in run.request.dated))
+        if not tables:
+            return unanswered_words(run.request.stems - dates, read)
+        return {word for ask in unanswered_asks(run.request, [r.record for r in read])
+                for word in stems(ask) - ASKING - dates}
 
 
 class PassageLookups(Step):

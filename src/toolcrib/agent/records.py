@@ -133,10 +133,10 @@ def listing_answer(request: Request, tool: Tool, data: Mapping[str, Any], citati
     return table_answer(request, table, citation, label=label[:1].upper() + label[1:])
 
 
-def unanswered_asks(request: Request, data: Mapping[str, Any]) -> list[str]:
-    """The things a request of several asks of which a result names no word, in its columns, values or what
-    it resolved ("What is the total of invoice INV-7 and when is it due?" of a table of ``total``): what the
-    result does not answer."""
+def unanswered_asks(request: Request, data: object) -> list[str]:
+    """The things a request of several asks of which a result (or a list of results) names no word, in its
+    columns, values or what it resolved ("What is the total of invoice INV-7 and when is it due?" of a table
+    of ``total``): what the result does not answer."""
     if len(request.asks) < 2:
         return []
     covered = _words_of(data)
