@@ -85,6 +85,17 @@ def test_a_query_that_found_nothing_runs_again_without_the_conditions_nobody_gav
     assert by_param["rows"] == [[1]] and by_param["dropped_filters"] == ["amount > 500"]
 
 
+def test_a_list_of_rows_never_loses_its_every_condition(db: SQLiteReadOnly) -> None:
+    """"What is the fee for a missed appointment?" written as a query of invented values: without them it would
+    list every contract's amount, one of which the model would state as the fee. A total over them all stays."""
+    said = Grounding("What is the fee for a missed appointment?").contains
+    rows = db.query("SELECT amount FROM contracts WHERE provider = 'missed_appointment' AND amount IS NOT NULL",
+                    grounded=said)
+    assert rows["rows"] == [] and "dropped_filters" not in rows
+    total = db.query("SELECT SUM(amount) FROM contracts WHERE provider = 'Acme'", grounded=said)
+    assert total["rows"] == [[250.0]] and total["dropped_filters"] == ["provider = 'Acme'"]
+
+
 def test_conditions_on_what_the_user_said_or_on_small_flags_are_never_dropped(db: SQLiteReadOnly) -> None:
     said = Grounding("How many contracts did Brennan Logistics Ltd sign in 2027?").contains
     empty = db.query("SELECT COUNT(*) FROM contracts WHERE provider = 'Brennan Logistics Ltd' AND signed_on LIKE "

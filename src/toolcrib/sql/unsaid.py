@@ -7,7 +7,9 @@ result is empty, each top-level ``AND`` condition of its ``WHERE`` that compares
 the run has not seen (a text, or a number of two digits or more: a 0 or a 1 is how "out of stock" or
 "active" is written, never a fact the user states) is dropped, and the query runs again. The result
 says which conditions were dropped, so the answer and the trace show it. Never applied to a query
-whose result is not empty, and never to numbered parameters (``$1``: dropping one renumbers the rest).
+whose result is not empty, never to numbered parameters (``$1``: dropping one renumbers the rest), and
+never when it would leave a query of rows (no aggregate) without a condition on a value: its rows would be
+the whole table, not what was asked for.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ def drop_unsaid_filters(sql: str, params: Sequence[Any], dialect: str,
             kept.append(condition)
     if not dropped:
         return None
+    if not tree.find(exp.AggFunc) and not any(_compared_values(c, params, placeholders) for c in kept):
+        return None  # every row of the table: not what any condition asked for (a total over it would be)
     shown = [_with_values(c, params, placeholders).sql(dialect=dialect) for c in dropped]
     if kept:
         where.set("this", exp.and_(*kept))
