@@ -243,3 +243,18 @@ def test_an_ask_no_word_of_which_a_query_returns_gets_the_documents_searched() -
         "price_query", "search_docs"]
     assert ask("What does a dog spay cost?") == ["price_query"]
     assert ask("What does a dog spay cost, and what is its price in pounds?") == ["price_query"]
+
+
+@tool
+def fee_query(query: str) -> dict[str, Any]:
+    """Run a read-only SQL query over the price list."""
+    return {"columns": ["price_gbp"], "rows": [], "row_count": 0, "truncated": False}
+
+
+def test_a_query_that_returns_no_rows_found_nothing_and_the_documents_are_searched() -> None:
+    query = "SELECT price_gbp FROM services WHERE name = 'missed appointment'"
+    model = ScriptedModel([{"tool_calls": [{"name": "fee_query", "arguments": {"query": query}}]},
+                           "I could not find it."], profile=AIDED)
+    gate = Gate(Registry([fee_query, search_docs]), GroupPolicy({"support": ["*"]}))
+    answer = Runner(model, gate, tracer_factory=Tracer).ask("What is the fee for a missed appointment?", USER)
+    assert [o["name"] for o in answer.executed] == ["fee_query", "search_docs"]

@@ -133,9 +133,11 @@ class CallOutcome:
 
     @property
     def found_nothing(self) -> bool:
-        """A successful call that says nothing matched (tools report that as ``"found": false``)."""
+        """A successful call that says nothing matched (tools report that as ``"found": false``; a query, as a
+        table of no rows)."""
         data = self.payload.get("data")
-        return self.ok and isinstance(data, dict) and data.get("found") is False
+        return self.ok and isinstance(data, dict) and (data.get("found") is False
+                                                      or ("columns" in data and data.get("rows") == []))
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.call.id, "name": self.call.name, "arguments": self.call.arguments,
