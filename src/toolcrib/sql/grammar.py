@@ -33,12 +33,8 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MAX_COLUMNS = 400  # a schema wider than this is left to the guard: the grammar would grow too large
 _PLAIN = re.compile(r"[A-Za-z0-9 _-]")  # characters a pattern may hold as they are
 _NUMBER = "-?[0-9]+([.][0-9]+)?"
-_VALUE = f"([?]|'[^']{{0,80}}'|{_NUMBER})"  # a text of 80 characters at most: no name or date is longer
+_VALUE = f"([?]|'[^']*'|{_NUMBER})"
 _COMPARISON = "(=|!=|<>|<|>|<=|>=)"
-# how many more conditions, groupings, orderings and joins, select items and listed values a query may have:
-# bounded (texts too), so a small model that repeats itself must close the query instead of running out of
-# tokens inside it
-_MORE, _MORE_ITEMS, _MORE_VALUES = 4, 7, 11
 _KINDS = 12  # a column of this many distinct values or fewer, each on several rows, holds kinds (a status)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z .'_-]{0,39}")  # a kind is written in words, not a date, number or code
 
@@ -80,17 +76,17 @@ class _Columns:
         if self.free:
             free = _alternatives(self.free)
             tests += [f"{free} ({_COMPARISON} ({_VALUE}|{free})|(NOT )?LIKE {_VALUE}|BETWEEN {_VALUE} AND {_VALUE}"
-                      f"|(NOT )?IN [(]{_VALUE}(, {_VALUE}){{0,{_MORE_VALUES}}}[)])"]
+                      f"|(NOT )?IN [(]{_VALUE}(, {_VALUE})*[)])"]
         for name, values in self.kinds.items():
             kind = f"([?]|'{values}')"
-            tests.append(f"{name} ((=|!=|<>) {kind}|(NOT )?IN [(]{kind}(, {kind}){{0,{_MORE_VALUES}}}[)])")
+            tests.append(f"{name} ((=|!=|<>) {kind}|(NOT )?IN [(]{kind}(, {kind})*[)])")
         tests.append(f"{column} IS (NOT )?NULL")
         test = _alternatives(tests)
-        condition = f"({test}|[(]{test}( (AND|OR) {test}){{1,{_MORE}}}[)])"
+        condition = f"({test}|[(]{test}( (AND|OR) {test})+[)])"
         order = f"({aggregate}|{arithmetic}|{column}|[a-z_]+)( ASC| DESC)?"
-        return (rf"( WHERE {condition}( (AND|OR) {condition}){{0,{_MORE}}})?"
-                rf"( GROUP BY {column}(, {column}){{0,{_MORE}}}( HAVING {aggregate} {_COMPARISON} {_VALUE})?)?"
-                rf"( ORDER BY {order}(, {order}){{0,{_MORE}}})?"
+        return (rf"( WHERE {condition}( (AND|OR) {condition})*)?"
+                rf"( GROUP BY {column}(, {column})*( HAVING {aggregate} {_COMPARISON} {_VALUE})?)?"
+                rf"( ORDER BY {order}(, {order})*)?"
                 r"( LIMIT [0-9]+)?"), item
 
 
@@ -159,10 +155,10 @@ def select_pattern(schema: Schema, kinds: Kinds | None = None) -> str | None:
     forms = []
     for table in tables:  # one table, its columns bare
         clauses, item = _columns(schema, [table], kinds or {}, qualified=False).clauses()
-        forms.append(f"SELECT (DISTINCT )?{item}(, {item}){{0,{_MORE_ITEMS}}} FROM {table}{clauses}")
+        forms.append(f"SELECT (DISTINCT )?{item}(, {item})* FROM {table}{clauses}")
     if len(tables) > 1:  # joined tables, every column with its table
         clauses, item = _columns(schema, tables, kinds or {}, qualified=True).clauses()
-        forms.append(f"SELECT (DISTINCT )?{item}(, {item}){{0,{_MORE_ITEMS}}} FROM {_alternatives(tables)}"
-                     f"( {_joins(schema, _alternatives(tables))}){{1,{_MORE}}}{clauses}")
+        forms.append(f"SELECT (DISTINCT )?{item}(, {item})* FROM {_alternatives(tables)}"
+                     f"( {_joins(schema, _alternatives(tables))})+{clauses}")
     # no backslash anywhere: llama.cpp's grammar parser takes no escaped "." or "(" in a literal
     return "^(" + "|".join(forms) + ")$"
