@@ -92,15 +92,14 @@ def test_names_that_need_quoting_leave_the_query_to_the_guard() -> None:
     assert select_pattern(Schema({"order lines": [("qty", "INTEGER")]})) is None
 
 
-def test_the_workspaces_sql_tool_is_decoded_under_its_schemas_pattern_unless_turned_off(tmp_path: Path) -> None:
+def test_a_workspace_that_turns_it_on_decodes_its_sql_tool_under_its_schemas_pattern(tmp_path: Path) -> None:
     root = tmp_path / "clinic"
     assert CliRunner().invoke(main, ["init", "--template", "clinic", str(root)]).exit_code == 0
-    config = root / "toolcrib.toml"
-    text = config.read_text(encoding="utf-8")
-    config.write_text(text.replace("[sql]\n", "[sql]\ngrammar = false\n"), encoding="utf-8")
     without, = tool_specs([Workspace.open(root).registry.get("sql_query")])  # type: ignore[list-item]
-    assert without.grammar == ()
-    config.write_text(text, encoding="utf-8")
+    assert without.grammar == ()  # off unless the workspace turns it on
+    config = root / "toolcrib.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("[sql]\n", "[sql]\ngrammar = true\n"),
+                      encoding="utf-8")
     spec, = tool_specs([Workspace.open(root).registry.get("sql_query")])  # type: ignore[list-item]
     (name, pattern), = spec.grammar
     assert name == "query" and "services[.]price_gbp" in pattern and "owners" not in pattern
