@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from toolcrib.sql.base import ReadOnlySQL, Schema
 from toolcrib.sql.introspect import json_type
+from toolcrib.sql.values import KINDS, holds_kinds
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MAX_COLUMNS = 400  # a schema wider than this is left to the guard: the grammar would grow too large
@@ -35,7 +36,6 @@ _PLAIN = re.compile(r"[A-Za-z0-9 _-]")  # characters a pattern may hold as they 
 _NUMBER = "-?[0-9]+([.][0-9]+)?"
 _VALUE = f"([?]|'[^']*'|{_NUMBER})"
 _COMPARISON = "(=|!=|<>|<|>|<=|>=)"
-_KINDS = 12  # a column of this many distinct values or fewer, each on several rows, holds kinds (a status)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z .'_-]{0,39}")  # a kind is written in words, not a date, number or code
 
 # (table, column) -> the values it holds, for the columns of kinds
@@ -136,9 +136,9 @@ def closed_columns(sql: ReadOnlySQL) -> dict[tuple[str, str], tuple[str, ...]]:
             if json_type(declared) != "string" or not declared.strip() or not _NAME.match(column):
                 continue
             rows = sql.execute_unchecked(f'SELECT "{column}", COUNT(*) FROM "{table}" WHERE "{column}" IS NOT NULL '
-                                         f'GROUP BY "{column}" LIMIT {_KINDS + 1}')["rows"]
+                                         f'GROUP BY "{column}" LIMIT {KINDS + 1}')["rows"]
             values = [str(v) for v, _ in rows]
-            if (0 < len(values) <= _KINDS and sum(n for _, n in rows) >= 2 * len(values)
+            if (holds_kinds(len(values), sum(n for _, n in rows))
                     and all(_WORDS.fullmatch(v) and _literal(v) for v in values)):
                 found[(table, column)] = tuple(values)
     return found

@@ -89,12 +89,10 @@ class SQLiteReadOnly(ReadOnlySQL):
                         info = self._conn.execute(
                             "SELECT name, type FROM pragma_table_info(?)", (name,)).fetchall()
                         columns[name] = [(str(c), str(t or "")) for c, t in info]
-                keys = [ForeignKey(table, str(column), str(target), str(key or ""))
+                keys = [ForeignKey(table, str(column), str(target), str(key or self._primary_key(target)))
                         for table in columns
                         for target, column, key in self._conn.execute(
                             'SELECT "table", "from", "to" FROM pragma_foreign_key_list(?)', (table,)).fetchall()]
-                keys = [k if k.key else ForeignKey(k.table, k.column, k.target, self._primary_key(k.target))
-                        for k in keys]
             finally:
                 self._conn.set_authorizer(self._authorize)
         return Schema(columns=columns, views=views, foreign_keys=allowed_keys(keys, columns))

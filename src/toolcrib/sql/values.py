@@ -21,11 +21,12 @@ from dataclasses import dataclass, replace
 from toolcrib.dates import ISO_DATE
 from toolcrib.sql.base import ReadOnlySQL
 from toolcrib.sql.introspect import TEXT_TYPES
+from toolcrib.sql.stated import Stated
 from toolcrib.text import IDENTIFIER, STOP_WORDS, stem
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _CODE = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+$")  # SKU-LONG, acct-smith: a code, not a name
-_ENUM = 12  # a column of this many distinct values or fewer, each on several rows, holds kinds (a status)
+KINDS = 12  # a column of this many distinct values or fewer, each on several rows, holds kinds (a status)
 _MAX_CHARS = 60  # a longer text is a note or a description, not a name
 _PAGES = 25  # pages of ``row_cap`` distinct values read per column, at most
 _DISTINCT = 3  # a word held by more values than this says nothing on its own
@@ -123,7 +124,7 @@ class ValueIndex:
             links.append(link)
         return tuple(links[:_LINKS])
 
-    def stated(self, text: str) -> tuple[tuple[str, str, str], ...]:
+    def stated(self, text: str) -> tuple[Stated, ...]:
         """Where each value ``text`` names is stored, kinds included: (table, column, stored value), every
         column that holds it (a vet's name in the appointments and in the diary), the best linked first."""
         return tuple(dict.fromkeys((k.entry.table, k.entry.column, k.entry.value)
@@ -185,6 +186,11 @@ def _key_column(sql: ReadOnlySQL, table: str, columns: list[str]) -> str | None:
     return next((c for c, n in zip(columns, distinct, strict=True) if n == total), None)
 
 
+def holds_kinds(distinct: int, rows: int) -> bool:
+    """Whether a column of ``distinct`` values over ``rows`` rows holds kinds: a few values, each on several rows."""
+    return 0 < distinct <= KINDS and rows >= 2 * distinct
+
+
 def _column_entries(sql: ReadOnlySQL, table: str, column: str, key: str | None) -> list[Entry]:
     """The column's short text values that are names (not dates, not identifiers), page by page."""
     one_key = f'MIN("{key}")' if key else "NULL"
@@ -204,5 +210,5 @@ def _column_entries(sql: ReadOnlySQL, table: str, column: str, key: str | None) 
                                  (key, str(row_key)) if key and rows == 1 and row_key is not None else None))
         if not result["truncated"] and result["row_count"] < sql.row_cap:
             break
-    kinds = page == 0 and len(result["rows"]) <= _ENUM and rows_read >= 2 * len(result["rows"])
+    kinds = page == 0 and holds_kinds(len(result["rows"]), rows_read)
     return [replace(e, kind=True) for e in entries] if kinds else entries
